@@ -1,0 +1,142 @@
+package bolt
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/grantry/grantry/storage"
+)
+
+type grantRecord struct {
+	OrgID      string `json:"org_id"`
+	UserID     string `json:"user_id"`
+	ResourceID string `json:"resource_id"`
+	CreatedAt  int64  `json:"created_at"`
+}
+
+func (r grantRecord) grant() storage.Grant {
+	return storage.Grant{OrgID: r.OrgID, UserID: r.UserID, ResourceID: r.ResourceID, CreatedAt: fromMillis(r.CreatedAt)}
+}
+
+// Grant records that g.UserID may use g.ResourceID. Granting again changes nothing. It returns
+// storage.ErrNotFound if the user or the resource does not exist in g.OrgID.
+func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
+	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketUsers).Get(key(g.OrgID, g.UserID)) == nil {
+			return fmt.Errorf("user: %w", storage.ErrNotFound)
+		}
+		if tx.Bucket(bucketResources).Get(key(g.OrgID, g.ResourceID)) == nil {
+			return fmt.Errorf("resource: %w", storage.ErrNotFound)
+		}
+		grants := tx.Bucket(bucketGrants)
+		k := key(g.OrgID, g.UserID, g.ResourceID)
+		if grants.Get(k) != nil {
+			return nil
+		}
+		if err := tx.Bucket(bucketGrantsByResource).Put(key(g.OrgID, g.ResourceID, g.UserID), []byte(g.UserID)); err != nil {
+			return err
+		}
+		return put(grants, k, grantRecord{
+			OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, CreatedAt: millis(g.CreatedAt),
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
+	}
+	return nil
+}
+
+// Revoke removes the grant if there is one. It returns storage.ErrNotFound if the user does not
+// exist in the organization.
+func (s *Store) Revoke(ctx context.Context, orgID, userID, resourceID string) error {
+	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketUsers).Get(key(orgID, userID)) == nil {
+			return fmt.Errorf("user: %w", storage.ErrNotFound)
+		}
+		if err := tx.Bucket(bucketGrantsByResource).Delete(key(orgID, resourceID, userID)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketGrants).Delete(key(orgID, userID, resourceID))
+	})
+	if err != nil {
+		return fmt.Errorf("revoke %s from %s: %w", resourceID, userID, err)
+	}
+	return nil
+}
+
+// deleteGrantsOf removes every grant of the resource, finding them through the by-resource
+// index.
+func deleteGrantsOf(tx *bbolt.Tx, orgID, resourceID string) error {
+	byResource, grants := tx.Bucket(bucketGrantsByResource), tx.Bucket(bucketGrants)
+	prefix := key(orgID, resourceID)
+	// Keys are collected first: bbolt's cursor may skip keys if the bucket changes under it.
+	var indexKeys [][]byte
+	var users []string
+	c := byResource.Cursor()
+	for k, user := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, user = c.Next() {
+		indexKeys = append(indexKeys, bytes.Clone(k))
+		users = append(users, string(user))
+	}
+	for i, user := range users {
+		if err := grants.Delete(key(orgID, user, resourceID)); err != nil {
+			return err
+		}
+		if err := byResource.Delete(indexKeys[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// UserGrants returns the user's grants, ordered by CreatedAt then ResourceID. A user with no
+// grants, or no such user, yields an empty list.
+func (s *Store) UserGrants(ctx context.Context, orgID, userID string) ([]storage.Grant, error) {
+	var recs []grantRecord
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		var err error
+		recs, err = scan[grantRecord](tx.Bucket(bucketGrants), key(orgID, userID))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list grants of %s: %w", userID, err)
+	}
+	slices.SortFunc(recs, func(a, b grantRecord) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ResourceID, b.ResourceID))
+	})
+	return grantsOf(recs), nil
+}
+
+// ListGrants returns every grant of the organization, ordered by UserID, then CreatedAt, then
+// ResourceID.
+func (s *Store) ListGrants(ctx context.Context, orgID string) ([]storage.Grant, error) {
+	var recs []grantRecord
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		var err error
+		recs, err = scan[grantRecord](tx.Bucket(bucketGrants), key(orgID))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list grants: %w", err)
+	}
+	slices.SortFunc(recs, func(a, b grantRecord) int {
+		return cmp.Or(
+			cmp.Compare(a.UserID, b.UserID),
+			cmp.Compare(a.CreatedAt, b.CreatedAt),
+			cmp.Compare(a.ResourceID, b.ResourceID),
+		)
+	})
+	return grantsOf(recs), nil
+}
+
+func grantsOf(recs []grantRecord) []storage.Grant {
+	out := make([]storage.Grant, len(recs))
+	for i, r := range recs {
+		out[i] = r.grant()
+	}
+	return out
+}
