@@ -1,0 +1,49 @@
+# Package grantry.authz decides whether a user of an organization may use registered AI
+# resources: language models, model functions and datasets.
+#
+# Grantry fills the input from its store, always scoped to the caller's organization:
+#
+#   input.user             the user; absent when the organization has no user with that id
+#     .id                  the user's id
+#     .active              false once the identity provider has deactivated the user
+#     .resource_list       the user's grants, keyed by resource id so that a grant is found in
+#                          constant time: {"<id>": {"name": "..."}}
+#   input.resource_ids     the resource ids the caller asked about, as sent
+#   input.resources        those of them that exist in the organization, keyed by id:
+#                          {"<id>": {"kind": "model" | "function" | "dataset", "name": "..."}}
+#
+# Grantry queries allow for POST /provisions/can_user_access (one resource) and allow_all for
+# POST /provisions/can_user_access_all (several). A result that is undefined, not the boolean
+# true, or an evaluation error is a deny.
+package grantry.authz
+
+# Nothing is allowed unless a rule below proves it.
+default allow := false
+
+default allow_all := false
+
+# can_user_access: exactly one resource was asked about, and the user may use it.
+allow if {
+	count(input.resource_ids) == 1
+	every id in input.resource_ids {
+		permitted(id)
+	}
+}
+
+# can_user_access_all: at least one resource was asked about, since an empty request must
+# never read as "allowed", and the user may use every one of them.
+allow_all if {
+	count(input.resource_ids) > 0
+	every id in input.resource_ids {
+		permitted(id)
+	}
+}
+
+# A resource is permitted to a user who exists and is active, when the resource still exists in
+# the organization and the user holds a grant on it. A grant that outlived its resource, or a
+# user who was deactivated, never allows anything.
+permitted(id) if {
+	input.user.active == true
+	input.resources[id]
+	input.user.resource_list[id]
+}

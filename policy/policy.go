@@ -1,0 +1,229 @@
+// Package policy holds Grantry's Rego policy and the Engine that decides access with it.
+//
+// The shipped policy is authz.rego (package grantry.authz) with its unit tests in
+// authz_test.rego, both embedded in the binary. GRANTRY_POLICY_DIR replaces them with a
+// folder of .rego files that must define the same two rules, allow and allow_all.
+package policy
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/tester"
+)
+
+//go:embed authz.rego authz_test.rego
+var embedded embed.FS
+
+// The rules Grantry queries. A policy must define both.
+const (
+	AllowQuery    = "data.grantry.authz.allow"
+	AllowAllQuery = "data.grantry.authz.allow_all"
+)
+
+// Module is one Rego source file.
+type Module struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+}
+
+// IsTest reports whether the module holds tests rather than policy: its name ends in _test.rego.
+func (m Module) IsTest() bool { return strings.HasSuffix(m.Name, "_test.rego") }
+
+// Embedded returns the shipped policy and its tests.
+func Embedded() []Module {
+	var mods []Module
+	for _, name := range []string{"authz.rego", "authz_test.rego"} {
+		src, err := embedded.ReadFile(name)
+		if err != nil {
+			panic(fmt.Sprintf("embedded policy %s: %v", name, err)) // cannot happen: go:embed checked it
+		}
+		mods = append(mods, Module{Name: name, Source: string(src)})
+	}
+	return mods
+}
+
+// LoadDir reads every .rego file below dir, tests included, named by their path relative to dir.
+func LoadDir(dir string) ([]Module, error) {
+	var mods []Module
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || filepath.Ext(path) != ".rego" {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		mods = append(mods, Module{Name: filepath.ToSlash(rel), Source: string(src)})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read policy folder %s: %w", dir, err)
+	}
+	if len(mods) == 0 {
+		return nil, fmt.Errorf("policy folder %s holds no .rego files", dir)
+	}
+	return mods, nil
+}
+
+// Engine decides access with one compiled policy. Its queries are prepared once and are safe
+// for concurrent use. It fails closed: an undefined result, a result other than the boolean
+// true, or an evaluation error is a deny.
+type Engine struct {
+	allow    rego.PreparedEvalQuery
+	allowAll rego.PreparedEvalQuery
+	revision string
+	modules  []Module
+}
+
+// New compiles the policy modules (test modules are kept for display but not compiled into the
+// decision), checks that they define allow and allow_all, and prepares both queries.
+func New(ctx context.Context, modules []Module) (*Engine, error) {
+	parsed, err := parse(modules, false)
+	if err != nil {
+		return nil, err
+	}
+	compiler := ast.NewCompiler().WithDefaultRegoVersion(ast.RegoV1)
+	if compiler.Compile(parsed); compiler.Failed() {
+		return nil, fmt.Errorf("compile policy: %w", compiler.Errors)
+	}
+	var missing []string
+	for _, q := range []string{AllowQuery, AllowAllQuery} {
+		if len(compiler.GetRulesExact(ast.MustParseRef(q))) == 0 {
+			missing = append(missing, q)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("policy does not define %s (package grantry.authz must define the rules allow and allow_all)", strings.Join(missing, " and "))
+	}
+	prepare := func(q string) (rego.PreparedEvalQuery, error) {
+		pq, err := rego.New(rego.Compiler(compiler), rego.Query(q), rego.StrictBuiltinErrors(true)).PrepareForEval(ctx)
+		if err != nil {
+			return pq, fmt.Errorf("prepare %s: %w", q, err)
+		}
+		return pq, nil
+	}
+	e := &Engine{revision: Revision(modules), modules: slices.Clone(modules)}
+	if e.allow, err = prepare(AllowQuery); err != nil {
+		return nil, err
+	}
+	if e.allowAll, err = prepare(AllowAllQuery); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Allow evaluates the allow rule: may the user use the one resource asked about?
+func (e *Engine) Allow(ctx context.Context, in Input) (bool, error) {
+	return decide(ctx, e.allow, in)
+}
+
+// AllowAll evaluates the allow_all rule: may the user use every resource asked about?
+func (e *Engine) AllowAll(ctx context.Context, in Input) (bool, error) {
+	return decide(ctx, e.allowAll, in)
+}
+
+// Revision is the SHA-256 of the policy modules, tests included, in hex.
+func (e *Engine) Revision() string { return e.revision }
+
+// Modules returns the modules the engine was built from.
+func (e *Engine) Modules() []Module { return slices.Clone(e.modules) }
+
+func decide(ctx context.Context, q rego.PreparedEvalQuery, in Input) (bool, error) {
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(in.value()))
+	if err != nil {
+		return false, fmt.Errorf("evaluate policy: %w", err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return false, nil
+	}
+	allowed, ok := rs[0].Expressions[0].Value.(bool)
+	return ok && allowed, nil
+}
+
+// Revision returns the hex SHA-256 over the modules' names and sources, in name order, so that
+// the same files always give the same revision.
+func Revision(modules []Module) string {
+	sorted := slices.Clone(modules)
+	slices.SortFunc(sorted, func(a, b Module) int { return strings.Compare(a.Name, b.Name) })
+	h := sha256.New()
+	for _, m := range sorted {
+		fmt.Fprintf(h, "%d:%s\n%d:%s\n", len(m.Name), m.Name, len(m.Source), m.Source)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestFailure is one Rego test that did not pass.
+type TestFailure struct {
+	Name string // package and rule, e.g. data.grantry.authz_test.test_allow
+	Err  error  // nil when the test was simply false
+}
+
+func (f TestFailure) String() string {
+	if f.Err != nil {
+		return f.Name + ": " + f.Err.Error()
+	}
+	return f.Name + ": failed"
+}
+
+// RunTests runs the test_* rules of the modules (policy and tests together) and returns how many
+// ran and the ones that failed. An error means the modules could not be compiled.
+func RunTests(ctx context.Context, modules []Module) (ran int, failures []TestFailure, err error) {
+	parsed, err := parse(modules, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	ch, err := tester.NewRunner().SetDefaultRegoVersion(ast.RegoV1).SetModules(parsed).RunTests(ctx, nil)
+	if err != nil {
+		return 0, nil, fmt.Errorf("run policy tests: %w", err)
+	}
+	for r := range ch {
+		ran++
+		if r.Fail || r.Error != nil {
+			failures = append(failures, TestFailure{Name: r.Package + "." + r.Name, Err: r.Error})
+		}
+	}
+	slices.SortFunc(failures, func(a, b TestFailure) int { return strings.Compare(a.Name, b.Name) })
+	return ran, failures, nil
+}
+
+func parse(modules []Module, withTests bool) (map[string]*ast.Module, error) {
+	parsed := make(map[string]*ast.Module, len(modules))
+	var errs []error
+	for _, m := range modules {
+		if m.IsTest() && !withTests {
+			continue
+		}
+		mod, err := ast.ParseModuleWithOpts(m.Name, m.Source, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		parsed[m.Name] = mod
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("parse policy: %w", err)
+	}
+	if len(parsed) == 0 {
+		return nil, errors.New("parse policy: no policy modules")
+	}
+	return parsed, nil
+}

@@ -1,0 +1,241 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/format"
+)
+
+// TestRegoUnitTests runs authz_test.rego, so that `make test` needs no opa binary.
+func TestRegoUnitTests(t *testing.T) {
+	ran, failures, err := RunTests(context.Background(), Embedded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran < 10 {
+		t.Errorf("ran %d Rego tests, want the whole of authz_test.rego", ran)
+	}
+	for _, f := range failures {
+		t.Errorf("Rego test %s", f)
+	}
+}
+
+// TestDecisions checks the shipped policy against the decision table in testdata.
+func TestDecisions(t *testing.T) {
+	type jsonInput struct {
+		User *struct {
+			ID     string            `json:"id"`
+			Active bool              `json:"active"`
+			Grants map[string]string `json:"grants"`
+		} `json:"user"`
+		ResourceIDs []string            `json:"resource_ids"`
+		Resources   map[string]Resource `json:"resources"`
+	}
+	var cases []struct {
+		Name     string    `json:"name"`
+		Input    jsonInput `json:"input"`
+		Allow    bool      `json:"allow"`
+		AllowAll bool      `json:"allow_all"`
+	}
+	raw, err := os.ReadFile("../testdata/policy/decisions.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &cases); err != nil {
+		t.Fatal(err)
+	}
+	e := mustEngine(t, Embedded())
+	ctx := context.Background()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			in := Input{ResourceIDs: tc.Input.ResourceIDs, Resources: tc.Input.Resources}
+			if u := tc.Input.User; u != nil {
+				in.User = &User{ID: u.ID, Active: u.Active, Grants: u.Grants}
+			}
+			allow, err := e.Allow(ctx, in)
+			if err != nil || allow != tc.Allow {
+				t.Errorf("Allow = %v, %v; want %v", allow, err, tc.Allow)
+			}
+			all, err := e.AllowAll(ctx, in)
+			if err != nil || all != tc.AllowAll {
+				t.Errorf("AllowAll = %v, %v; want %v", all, err, tc.AllowAll)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadPolicies(t *testing.T) {
+	tests := []struct {
+		name    string
+		modules []Module
+		want    string
+	}{
+		{"syntax error", []Module{{"p.rego", "package grantry.authz\nallow if {"}}, "parse policy"},
+		{"compile error", []Module{{"p.rego", "package grantry.authz\nallow if { x }\nallow_all := false"}}, "compile policy"},
+		{"no allow_all", []Module{{"p.rego", "package grantry.authz\nallow := false"}}, "does not define data.grantry.authz.allow_all"},
+		{"wrong package", []Module{{"p.rego", "package other\nallow := true\nallow_all := true"}}, "data.grantry.authz.allow and data.grantry.authz.allow_all"},
+		{"only tests", []Module{{"p_test.rego", "package grantry.authz_test\ntest_x if { true }"}}, "no policy modules"},
+		{"nothing", nil, "no policy modules"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(context.Background(), tc.modules)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New() error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFailsClosed shows that anything but the boolean true denies.
+func TestFailsClosed(t *testing.T) {
+	tests := []struct {
+		name    string
+		rules   string
+		wantErr bool
+	}{
+		{"string result", `allow := "true"` + "\n" + `allow_all := "yes"`, false},
+		{"undefined result", "allow if { input.nothing }\nallow_all if { input.nothing }", false},
+		{"set result", "allow contains 1 if { true }\nallow_all contains 1 if { true }", false},
+		{"runtime error", "allow if { 1 / 0 }\nallow_all if { to_number(\"x\") }", true},
+	}
+	in := Input{User: &User{ID: "u", Active: true, Grants: map[string]string{"r": "n"}}, ResourceIDs: []string{"r"},
+		Resources: map[string]Resource{"r": {Kind: "model", Name: "n"}}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := mustEngine(t, []Module{{"p.rego", "package grantry.authz\n" + tc.rules}})
+			for name, decide := range map[string]func(context.Context, Input) (bool, error){"allow": e.Allow, "allow_all": e.AllowAll} {
+				got, err := decide(context.Background(), in)
+				if got || (err != nil) != tc.wantErr {
+					t.Errorf("%s = %v, %v; want false and error=%v", name, got, err, tc.wantErr)
+				}
+			}
+		})
+	}
+}
+
+func TestRunTestsReportsFailures(t *testing.T) {
+	mods := []Module{
+		{"p.rego", "package grantry.authz\nallow := false\nallow_all := false"},
+		{"p_test.rego", "package grantry.authz_test\nimport data.grantry.authz\ntest_pass if { not authz.allow }\ntest_fail if { authz.allow }"},
+	}
+	ran, failures, err := RunTests(context.Background(), mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran != 2 || len(failures) != 1 || failures[0].Name != "data.grantry.authz_test.test_fail" {
+		t.Errorf("RunTests = %d ran, failures %v; want 2 ran and test_fail failing", ran, failures)
+	}
+}
+
+func TestLoadDir(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"authz.rego":       "package grantry.authz\nallow := false\nallow_all := false",
+		"lib/helpers.rego": "package grantry.lib\nx := 1",
+		"authz_test.rego":  "package grantry.authz_test\ntest_x if { true }",
+		"README.md":        "not rego",
+		"lib/data.json":    "{}",
+	}
+	for name, src := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mods, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range mods {
+		names = append(names, m.Name)
+		if m.Source != files[m.Name] {
+			t.Errorf("module %s source = %q, want %q", m.Name, m.Source, files[m.Name])
+		}
+	}
+	if diff := cmp.Diff([]string{"authz.rego", "authz_test.rego", "lib/helpers.rego"}, names); diff != "" {
+		t.Errorf("module names (-want +got):\n%s", diff)
+	}
+	if _, err := LoadDir(t.TempDir()); err == nil {
+		t.Error("LoadDir of an empty folder succeeded, want an error")
+	}
+	if _, err := LoadDir(filepath.Join(dir, "missing")); err == nil {
+		t.Error("LoadDir of a missing folder succeeded, want an error")
+	}
+}
+
+func TestRevision(t *testing.T) {
+	a := Module{"a.rego", "package a"}
+	b := Module{"b.rego", "package b"}
+	if Revision([]Module{a, b}) != Revision([]Module{b, a}) {
+		t.Error("revision depends on module order")
+	}
+	changed := Module{"b.rego", "package b\n"}
+	if Revision([]Module{a, b}) == Revision([]Module{a, changed}) {
+		t.Error("revision did not change with the source")
+	}
+	renamed := Module{"c.rego", "package b"}
+	if Revision([]Module{a, b}) == Revision([]Module{a, renamed}) {
+		t.Error("revision did not change with a module name")
+	}
+	if got := mustEngine(t, Embedded()).Revision(); got != Revision(Embedded()) || len(got) != 64 {
+		t.Errorf("engine revision = %q, want the sha256 of the embedded modules", got)
+	}
+}
+
+func mustEngine(tb testing.TB, mods []Module) *Engine {
+	tb.Helper()
+	e, err := New(context.Background(), mods)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return e
+}
+
+func benchInput(grants int) Input {
+	u := &User{ID: "u", Active: true, Grants: make(map[string]string, grants)}
+	for i := range grants {
+		u.Grants[fmt.Sprintf("r%05d", i)] = "name"
+	}
+	return Input{User: u, ResourceIDs: []string{"r00007"}, Resources: map[string]Resource{"r00007": {Kind: "model", Name: "name"}}}
+}
+
+func BenchmarkAllow(b *testing.B) {
+	e := mustEngine(b, Embedded())
+	for _, n := range []int{50, 5000} {
+		in := benchInput(n)
+		b.Run(fmt.Sprintf("grants=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if ok, err := e.Allow(context.Background(), in); !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
+
+// TestEmbeddedPolicyIsFormatted keeps the shipped Rego as `opa fmt` writes it.
+func TestEmbeddedPolicyIsFormatted(t *testing.T) {
+	for _, m := range Embedded() {
+		formatted, err := format.SourceWithOpts(m.Name, []byte(m.Source), format.Opts{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if diff := cmp.Diff(string(formatted), m.Source); diff != "" {
+			t.Errorf("%s is not opa fmt-clean (-want +got):\n%s", m.Name, diff)
+		}
+	}
+}
