@@ -1,0 +1,62 @@
+// Package apikey makes, hashes and reads Grantry's bearer credentials. A key is "gry_" followed
+// by 32 random bytes in base62; only its SHA-256 is ever stored.
+package apikey
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"math/big"
+	"strings"
+)
+
+// Prefix starts every key Grantry makes, so that a leaked key is easy to recognise and scan for.
+const Prefix = "gry_"
+
+// bodyLen is how many base62 digits 32 random bytes need: ceil(256 / log2(62)).
+const bodyLen = 43
+
+// DisplayLen is how many leading characters of a key are kept, in clear, to tell keys apart.
+const DisplayLen = 8
+
+// Generate returns a new random key.
+func Generate() string {
+	var b [32]byte
+	rand.Read(b[:]) // never returns an error; it crashes the program if the OS has no randomness
+	body := new(big.Int).SetBytes(b[:]).Text(62)
+	return Prefix + strings.Repeat("0", bodyLen-len(body)) + body
+}
+
+// Hash returns the lowercase hex SHA-256 of a key: the only form in which keys are stored.
+func Hash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Display returns the non-secret leading characters of a key.
+func Display(key string) string {
+	if len(key) <= DisplayLen {
+		return ""
+	}
+	return key[:DisplayLen]
+}
+
+// FromHeader returns the credential of an Authorization header of the form "Bearer <token>".
+// The scheme is matched without regard to case, as RFC 9110 requires; the token must be
+// non-empty and made of visible ASCII characters.
+func FromHeader(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	if token == "" || len(token) > 512 {
+		return "", false
+	}
+	for i := 0; i < len(token); i++ {
+		if token[i] <= ' ' || token[i] > '~' {
+			return "", false
+		}
+	}
+	return token, true
+}

@@ -1,0 +1,83 @@
+package apikey
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGenerate(t *testing.T) {
+	seen := map[string]bool{}
+	for range 200 {
+		k := Generate()
+		if !strings.HasPrefix(k, Prefix) || len(k) != len(Prefix)+bodyLen {
+			t.Fatalf("Generate() = %q, want %q and %d base62 digits", k, Prefix, bodyLen)
+		}
+		for _, r := range k[len(Prefix):] {
+			if !('0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+				t.Fatalf("Generate() = %q has %q, not base62", k, r)
+			}
+		}
+		if seen[k] {
+			t.Fatalf("Generate() repeated %q", k)
+		}
+		seen[k] = true
+	}
+}
+
+func TestHash(t *testing.T) {
+	// sha256("abc"), a published test vector.
+	if got, want := Hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"; got != want {
+		t.Errorf("Hash(abc) = %s, want %s", got, want)
+	}
+}
+
+func TestDisplay(t *testing.T) {
+	if got := Display("gry_abcdefgh"); got != "gry_abcd" {
+		t.Errorf("Display = %q", got)
+	}
+	if got := Display("short"); got != "" {
+		t.Errorf("Display of a short key = %q, want nothing shown", got)
+	}
+}
+
+func TestFromHeader(t *testing.T) {
+	tests := []struct {
+		header string
+		want   string
+		ok     bool
+	}{
+		{"Bearer gry_abc", "gry_abc", true},
+		{"bearer gry_abc", "gry_abc", true},
+		{"BEARER  gry_abc", "gry_abc", true},
+		{"Bearer", "", false},
+		{"Bearer ", "", false},
+		{"Basic dXNlcjpwYXNz", "", false},
+		{"gry_abc", "", false},
+		{"Bearer gry abc", "", false},
+		{"Bearer gry_abc\t", "", false},
+		{"Bearer gry_\u00e9", "", false},
+		{"Bearer " + strings.Repeat("a", 513), "", false},
+		{"", "", false},
+	}
+	for _, tc := range tests {
+		got, ok := FromHeader(tc.header)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("FromHeader(%q) = %q, %v; want %q, %v", tc.header, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzFromHeader(f *testing.F) {
+	for _, s := range []string{"Bearer gry_abc", "bearer x", "Basic x", "", "Bearer  ", "Bearer \x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		token, ok := FromHeader(header)
+		if !ok {
+			return
+		}
+		if token == "" || strings.ContainsAny(token, " \t\r\n") || !strings.HasSuffix(header, token) {
+			t.Errorf("FromHeader(%q) = %q: not a clean token taken from the header", header, token)
+		}
+	})
+}

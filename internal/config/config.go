@@ -1,0 +1,124 @@
+// Package config reads Grantry's settings: environment variables GRANTRY_*, which flags of
+// `grantry serve` may override. Secrets come only from the environment and are never printed.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+)
+
+// Config holds every setting. The zero value is not useful; start from Default or FromEnv.
+type Config struct {
+	Addr            string // GRANTRY_ADDR: listen address
+	MongoURI        string // GRANTRY_MONGO_URI: empty = the embedded store
+	MongoDB         string // GRANTRY_MONGO_DB: database name
+	DataDir         string // GRANTRY_DATA_DIR: embedded store file and development secrets
+	BootstrapAPIKey string // GRANTRY_BOOTSTRAP_API_KEY: secret
+	AdminToken      string // GRANTRY_ADMIN_TOKEN: secret; empty = admin API off
+	SecretKey       string // GRANTRY_SECRET_KEY: secret; base64 of 32 bytes
+	PolicyDir       string // GRANTRY_POLICY_DIR: empty = the embedded policy
+}
+
+// Default returns the settings used when nothing is set.
+func Default() Config {
+	return Config{
+		Addr:    "127.0.0.1:8080",
+		MongoDB: "grantry",
+		DataDir: "./data",
+	}
+}
+
+// FromEnv returns Default overridden by every GRANTRY_* variable that is set and not empty.
+func FromEnv(getenv func(string) string) Config {
+	c := Default()
+	for name, field := range map[string]*string{
+		"GRANTRY_ADDR":              &c.Addr,
+		"GRANTRY_MONGO_URI":         &c.MongoURI,
+		"GRANTRY_MONGO_DB":          &c.MongoDB,
+		"GRANTRY_DATA_DIR":          &c.DataDir,
+		"GRANTRY_BOOTSTRAP_API_KEY": &c.BootstrapAPIKey,
+		"GRANTRY_ADMIN_TOKEN":       &c.AdminToken,
+		"GRANTRY_SECRET_KEY":        &c.SecretKey,
+		"GRANTRY_POLICY_DIR":        &c.PolicyDir,
+	} {
+		if v := getenv(name); v != "" {
+			*field = v
+		}
+	}
+	return c
+}
+
+// RegisterFlags lets flags override the settings that are not secrets.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (GRANTRY_ADDR)")
+	fs.StringVar(&c.MongoURI, "mongo-uri", c.MongoURI, "MongoDB URI; empty = the embedded store (GRANTRY_MONGO_URI)")
+	fs.StringVar(&c.MongoDB, "mongo-db", c.MongoDB, "MongoDB database name (GRANTRY_MONGO_DB)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder of the embedded store and development secrets (GRANTRY_DATA_DIR)")
+	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "folder of .rego files replacing the embedded policy (GRANTRY_POLICY_DIR)")
+}
+
+// Validate reports every problem with the settings at once.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("GRANTRY_ADDR %q is not host:port", c.Addr))
+	}
+	if c.MongoDB == "" || strings.ContainsAny(c.MongoDB, `/\. "$`) {
+		errs = append(errs, fmt.Errorf("GRANTRY_MONGO_DB %q is not a valid database name", c.MongoDB))
+	}
+	if c.MongoURI != "" && !strings.HasPrefix(c.MongoURI, "mongodb://") && !strings.HasPrefix(c.MongoURI, "mongodb+srv://") {
+		errs = append(errs, errors.New("GRANTRY_MONGO_URI must start with mongodb:// or mongodb+srv://"))
+	}
+	if c.MongoURI == "" && c.DataDir == "" {
+		errs = append(errs, errors.New("GRANTRY_DATA_DIR must be set when GRANTRY_MONGO_URI is empty"))
+	}
+	if strings.ContainsFunc(c.BootstrapAPIKey, isNotVisible) {
+		errs = append(errs, errors.New("GRANTRY_BOOTSTRAP_API_KEY may hold only visible ASCII characters"))
+	}
+	if strings.ContainsFunc(c.AdminToken, isNotVisible) {
+		errs = append(errs, errors.New("GRANTRY_ADMIN_TOKEN may hold only visible ASCII characters"))
+	}
+	if c.SecretKey != "" {
+		if _, err := c.MasterKey(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MasterKey decodes GRANTRY_SECRET_KEY. It returns nil and no error when the setting is empty.
+func (c Config) MasterKey() ([]byte, error) {
+	if c.SecretKey == "" {
+		return nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(c.SecretKey)
+	if err != nil || len(key) != 32 {
+		return nil, errors.New("GRANTRY_SECRET_KEY must be the base64 encoding of exactly 32 bytes")
+	}
+	return key, nil
+}
+
+// LogValue shows the settings without their secrets, only whether each is set.
+func (c Config) LogValue() slog.Value {
+	store := "embedded"
+	if c.MongoURI != "" {
+		store = "mongodb"
+	}
+	return slog.GroupValue(
+		slog.String("addr", c.Addr),
+		slog.String("store", store),
+		slog.String("mongo_db", c.MongoDB),
+		slog.String("data_dir", c.DataDir),
+		slog.String("policy_dir", c.PolicyDir),
+		slog.Bool("bootstrap_api_key_set", c.BootstrapAPIKey != ""),
+		slog.Bool("admin_api", c.AdminToken != ""),
+		slog.Bool("secret_key_set", c.SecretKey != ""),
+	)
+}
+
+func isNotVisible(r rune) bool { return r <= ' ' || r > '~' }

@@ -1,0 +1,93 @@
+package config
+
+import (
+	"bytes"
+	"flag"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnv(t *testing.T) {
+	got := FromEnv(env(map[string]string{
+		"GRANTRY_ADDR":        "0.0.0.0:9000",
+		"GRANTRY_MONGO_URI":   "mongodb://db:27017",
+		"GRANTRY_ADMIN_TOKEN": "admin-token",
+		"GRANTRY_POLICY_DIR":  "/etc/grantry/policy",
+	}))
+	want := Default()
+	want.Addr, want.MongoURI, want.AdminToken, want.PolicyDir = "0.0.0.0:9000", "mongodb://db:27017", "admin-token", "/etc/grantry/policy"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FromEnv (-want +got):\n%s", diff)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+func TestFlagsOverrideEnv(t *testing.T) {
+	c := FromEnv(env(map[string]string{"GRANTRY_ADDR": "127.0.0.1:1"}))
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--addr", "127.0.0.1:2", "--data-dir", "/tmp/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "127.0.0.1:2" || c.DataDir != "/tmp/x" {
+		t.Errorf("after flags: addr %q data dir %q", c.Addr, c.DataDir)
+	}
+	if fs.Lookup("admin-token") != nil || fs.Lookup("secret-key") != nil {
+		t.Error("secrets must not be flags (they would show in ps)")
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := Default()
+	c.Addr = "nonsense"
+	c.MongoDB = "a.b"
+	c.SecretKey = "bm90IDMyIGJ5dGVz"
+	c.AdminToken = "has space"
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate passed bad settings")
+	}
+	for _, want := range []string{"GRANTRY_ADDR", "GRANTRY_MONGO_DB", "GRANTRY_SECRET_KEY", "GRANTRY_ADMIN_TOKEN"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error %q does not mention %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "has space") || strings.Contains(err.Error(), c.SecretKey) {
+		t.Errorf("Validate error %q shows a secret", err)
+	}
+}
+
+func TestMasterKey(t *testing.T) {
+	c := Default()
+	if k, err := c.MasterKey(); k != nil || err != nil {
+		t.Errorf("empty setting: %v, %v", k, err)
+	}
+	c.SecretKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+	k, err := c.MasterKey()
+	if err != nil || len(k) != 32 || k[31] != 31 {
+		t.Errorf("MasterKey = %v, %v", k, err)
+	}
+}
+
+func TestLogValueHidesSecrets(t *testing.T) {
+	c := Default()
+	c.AdminToken, c.BootstrapAPIKey, c.SecretKey = "admin-secret-1", "gry_bootstrap-secret", "c2VjcmV0LWtleS1zZWNyZXQta2V5LXNlY3JldC1rZXk="
+	c.MongoURI = "mongodb://user:pw-secret@db/"
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("config", "config", c)
+	for _, secret := range []string{"admin-secret-1", "bootstrap-secret", c.SecretKey, "pw-secret"} {
+		if strings.Contains(buf.String(), secret) {
+			t.Errorf("log line %s shows %q", buf.String(), secret)
+		}
+	}
+	if !strings.Contains(buf.String(), `"admin_api":true`) {
+		t.Errorf("log line %s does not say the admin API is on", buf.String())
+	}
+}
