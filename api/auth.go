@@ -1,0 +1,110 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/grantry/grantry/internal/apikey"
+	"github.com/grantry/grantry/storage"
+)
+
+// keyTTL is how long a key found in the store is trusted without asking again. It bounds how
+// long a key revoked on another replica keeps working, which must stay under one second.
+const keyTTL = 500 * time.Millisecond
+
+// authenticate resolves the bearer API key to its organization, or answers 401.
+func (s *Server) authenticate(c *gin.Context) {
+	token, ok := apikey.FromHeader(c.GetHeader("Authorization"))
+	if !ok {
+		s.writeError(c, errNotAuthenticated)
+		return
+	}
+	key, err := s.keys.lookup(c.Request.Context(), apikey.Hash(token))
+	if errors.Is(err, storage.ErrNotFound) {
+		err = errNotAuthenticated
+	}
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.Set(ctxOrgID, key.OrgID)
+	c.Set(ctxKeyID, key.ID)
+	c.Next()
+}
+
+// adminOnly guards the admin API: 404 when it is off, 401 without the admin token.
+func (s *Server) adminOnly(c *gin.Context) {
+	if s.adminToken == "" {
+		s.writeError(c, errNotFound)
+		return
+	}
+	token, ok := apikey.FromHeader(c.GetHeader("Authorization"))
+	if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.adminToken)) != 1 {
+		s.writeError(c, errNotAuthenticated)
+		return
+	}
+	c.Next()
+}
+
+// keyCache remembers recently used API keys by hash for keyTTL, so that the check path does not
+// read the store on every request.
+type keyCache struct {
+	store storage.OrgStore
+	now   func() time.Time
+	mu    sync.RWMutex
+	keys  map[string]cachedKey
+}
+
+type cachedKey struct {
+	key     storage.APIKey
+	expires time.Time
+}
+
+func newKeyCache(store storage.OrgStore, now func() time.Time) *keyCache {
+	return &keyCache{store: store, now: now, keys: map[string]cachedKey{}}
+}
+
+func (kc *keyCache) lookup(ctx context.Context, hash string) (storage.APIKey, error) {
+	now := kc.now()
+	kc.mu.RLock()
+	e, ok := kc.keys[hash]
+	kc.mu.RUnlock()
+	if ok && now.Before(e.expires) {
+		return e.key, nil
+	}
+	key, err := kc.store.APIKeyByHash(ctx, hash)
+	if err != nil {
+		kc.mu.Lock()
+		delete(kc.keys, hash)
+		kc.mu.Unlock()
+		return storage.APIKey{}, fmt.Errorf("look up API key: %w", err)
+	}
+	kc.mu.Lock()
+	if len(kc.keys) > 10_000 {
+		for h, e := range kc.keys {
+			if !now.Before(e.expires) {
+				delete(kc.keys, h)
+			}
+		}
+	}
+	kc.keys[hash] = cachedKey{key: key, expires: now.Add(keyTTL)}
+	kc.mu.Unlock()
+	return key, nil
+}
+
+// forget drops a revoked key at once, so that this replica refuses it on the next request.
+func (kc *keyCache) forget(keyID string) {
+	kc.mu.Lock()
+	defer kc.mu.Unlock()
+	for h, e := range kc.keys {
+		if e.key.ID == keyID {
+			delete(kc.keys, h)
+		}
+	}
+}

@@ -1,0 +1,413 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-playground/validator/v10"
+)
+
+// maxBodyBytes is the largest request body Grantry reads; a larger one is a 413.
+const maxBodyBytes = 1 << 20
+
+// ValidationError is a request that failed validation, with every problem found, in the shape
+// FastAPI clients expect: {"detail":[{"loc":[...],"msg":"...","type":"..."}]}.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Problem is one item of a ValidationError.
+type Problem struct {
+	Loc  []any  `json:"loc"`
+	Msg  string `json:"msg"`
+	Type string `json:"type"`
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = fmt.Sprintf("%v: %s", p.Loc, p.Type)
+	}
+	return "invalid request: " + strings.Join(parts, "; ")
+}
+
+// The messages pydantic gives for each problem type, so that clients matching on them keep working.
+const (
+	msgMissing    = "Field required"
+	msgStringType = "Input should be a valid string"
+	msgListType   = "Input should be a valid list"
+	msgBoolType   = "Input should be a valid boolean"
+	msgIntType    = "Input should be a valid integer"
+	msgObjectType = "Input should be a valid dictionary or object to extract fields from"
+	msgUUID       = "Input should be a valid UUID"
+	msgJSON       = "JSON decode error"
+)
+
+// newValidator returns the validator used for every request: field names are the JSON names,
+// and "uuid" accepts the canonical 8-4-4-4-12 hex form in either letter case.
+func newValidator() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			return ""
+		}
+		return name
+	})
+	if err := v.RegisterValidation("uuid", func(fl validator.FieldLevel) bool {
+		return isUUID(fl.Field().String())
+	}); err != nil {
+		panic(err) // only for a restricted tag name, which "uuid" is not
+	}
+	return v
+}
+
+// isUUID reports whether s is a UUID in the canonical 8-4-4-4-12 hex form, in either case.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// bindJSON reads the request body into dst, a pointer to a struct whose json tags name the
+// fields and whose validate tags constrain them. Every problem is reported in one
+// ValidationError: JSON syntax, a body that is not an object, wrong types, missing fields and
+// failed constraints. It also answers 415 and 413.
+func (s *Server) bindJSON(c *gin.Context, dst any) error {
+	if ct := c.GetHeader("Content-Type"); ct != "" && !isJSON(ct) {
+		return errUnsupportedMediaType
+	}
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return errTooLarge
+		}
+		return fmt.Errorf("read request body: %w", err)
+	}
+	return decodeBody(s.validate, body, dst)
+}
+
+// decodeBody is bindJSON without the HTTP.
+func decodeBody(v *validator.Validate, body []byte, dst any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &ValidationError{[]Problem{{Loc: []any{"body"}, Msg: msgMissing, Type: "missing"}}}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var raw any
+	if err := dec.Decode(&raw); err != nil || dec.InputOffset() != int64(len(bytes.TrimRight(body, " \t\r\n"))) {
+		return &ValidationError{[]Problem{{Loc: []any{"body", jsonErrorOffset(err, dec, body)}, Msg: msgJSON, Type: "json_invalid"}}}
+	}
+	t := reflect.TypeOf(dst).Elem()
+	if _, ok := raw.(map[string]any); !ok {
+		return &ValidationError{[]Problem{{Loc: []any{"body"}, Msg: msgObjectType, Type: "model_attributes_type"}}}
+	}
+	var problems []Problem
+	raw = checkTypes(t, raw, []any{"body"}, &problems)
+	// Every value now has its field's type (wrong ones were replaced by zero values), so this
+	// cannot fail; the validator then sees every well-typed field.
+	clean, err := json.Marshal(raw)
+	if err != nil {
+		return fmt.Errorf("re-encode request body: %w", err)
+	}
+	if err := json.Unmarshal(clean, dst); err != nil {
+		return fmt.Errorf("decode request body: %w", err)
+	}
+	fields, _ := raw.(map[string]any)
+	if err := v.Struct(dst); err != nil {
+		var verrs validator.ValidationErrors
+		if !errors.As(err, &verrs) {
+			return fmt.Errorf("validate request body: %w", err)
+		}
+		typeProblems := slices.Clone(problems)
+		for _, fe := range verrs {
+			p := constraintProblem(fe, fields)
+			if !coveredBy(p.Loc, typeProblems) {
+				problems = append(problems, p)
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	sortByField(t, problems)
+	return &ValidationError{problems}
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// jsonErrorOffset gives the byte offset at which the body stopped being valid JSON.
+func jsonErrorOffset(err error, dec *json.Decoder, body []byte) int64 {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return se.Offset
+	}
+	if err != nil {
+		return int64(len(body))
+	}
+	return dec.InputOffset() // trailing data after a complete value
+}
+
+// checkTypes checks the decoded JSON value v against Go type t, appends a Problem for every
+// value of the wrong type, and returns v with those values replaced by their type's zero value
+// and objects cut down to the fields t declares.
+func checkTypes(t reflect.Type, v any, loc []any, problems *[]Problem) any {
+	if t.Kind() == reflect.Pointer {
+		if v == nil {
+			return nil
+		}
+		return checkTypes(t.Elem(), v, loc, problems)
+	}
+	bad := func(typ, msg string) any {
+		*problems = append(*problems, Problem{Loc: slices.Clone(loc), Msg: msg, Type: typ})
+		return zeroJSON(t)
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			return bad("string_type", msgStringType)
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return bad("bool_type", msgBoolType)
+		}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		n, ok := v.(json.Number)
+		if !ok {
+			return bad("int_type", msgIntType)
+		}
+		if _, err := strconv.ParseInt(string(n), 10, 64); err != nil {
+			return bad("int_type", msgIntType)
+		}
+	case reflect.Slice:
+		items, ok := v.([]any)
+		if !ok {
+			return bad("list_type", msgListType)
+		}
+		for i, item := range items {
+			items[i] = checkTypes(t.Elem(), item, append(loc, i), problems)
+		}
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return bad("model_attributes_type", msgObjectType)
+		}
+		// Only fields named exactly are kept: encoding/json would also match "USER_ID" to
+		// user_id, where FastAPI ignores it as an unknown field.
+		known := make(map[string]any, len(obj))
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name := jsonName(f)
+			if name == "" {
+				continue
+			}
+			if fv, ok := obj[name]; ok {
+				known[name] = checkTypes(f.Type, fv, append(loc, name), problems)
+			}
+		}
+		return known
+	}
+	return v
+}
+
+func zeroJSON(t reflect.Type) any {
+	switch t.Kind() {
+	case reflect.String:
+		return ""
+	case reflect.Bool:
+		return false
+	case reflect.Slice:
+		return []any{}
+	case reflect.Struct:
+		return map[string]any{}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return json.Number("0")
+	}
+	return nil
+}
+
+func jsonName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "-" {
+		return ""
+	}
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+// constraintProblem turns one validator error into the Problem pydantic would have reported.
+// fields is the decoded body, to tell a missing field from an empty one.
+func constraintProblem(fe validator.FieldError, fields map[string]any) Problem {
+	loc := namespaceLoc(fe.Namespace())
+	isList := fe.Kind() == reflect.Slice
+	p := Problem{Loc: loc}
+	switch fe.Tag() {
+	case "required":
+		if present(fields, loc[1:]) {
+			if isList {
+				p.Type, p.Msg = "too_short", "List should have at least 1 item after validation, not 0"
+			} else {
+				p.Type, p.Msg = "string_too_short", "String should have at least 1 character"
+			}
+		} else {
+			p.Type, p.Msg = "missing", msgMissing
+		}
+	case "min":
+		if isList {
+			p.Type, p.Msg = "too_short", fmt.Sprintf("List should have at least %s after validation, not %d", plural(fe.Param(), "item"), reflect.ValueOf(fe.Value()).Len())
+		} else {
+			p.Type, p.Msg = "string_too_short", fmt.Sprintf("String should have at least %s", plural(fe.Param(), "character"))
+		}
+	case "max":
+		if isList {
+			p.Type, p.Msg = "too_long", fmt.Sprintf("List should have at most %s after validation, not %d", plural(fe.Param(), "item"), reflect.ValueOf(fe.Value()).Len())
+		} else {
+			p.Type, p.Msg = "string_too_long", fmt.Sprintf("String should have at most %s", plural(fe.Param(), "character"))
+		}
+	case "uuid":
+		p.Type, p.Msg = "uuid_parsing", msgUUID
+	default:
+		p.Type, p.Msg = "value_error", "Value error, invalid value"
+	}
+	return p
+}
+
+func plural(n, noun string) string {
+	if n == "1" {
+		return n + " " + noun
+	}
+	return n + " " + noun + "s"
+}
+
+// namespaceLoc turns a validator namespace such as "importRequest.users[3].email" into the
+// FastAPI location ["body", "users", 3, "email"].
+func namespaceLoc(ns string) []any {
+	loc := []any{"body"}
+	_, rest, _ := strings.Cut(ns, ".")
+	for part := range strings.SplitSeq(rest, ".") {
+		name, idx, hasIdx := strings.Cut(part, "[")
+		loc = append(loc, name)
+		for hasIdx {
+			var num string
+			num, idx, _ = strings.Cut(idx, "]")
+			if n, err := strconv.Atoi(num); err == nil {
+				loc = append(loc, n)
+			}
+			_, idx, hasIdx = strings.Cut(idx, "[")
+		}
+	}
+	return loc
+}
+
+// present reports whether the decoded body has a value at path (field names and list indexes).
+func present(v any, path []any) bool {
+	for _, step := range path {
+		switch key := step.(type) {
+		case string:
+			obj, ok := v.(map[string]any)
+			if !ok {
+				return false
+			}
+			if v, ok = obj[key]; !ok {
+				return false
+			}
+		case int:
+			items, ok := v.([]any)
+			if !ok || key >= len(items) {
+				return false
+			}
+			v = items[key]
+		}
+	}
+	return true
+}
+
+// coveredBy reports whether loc is at or below the location of a type problem already
+// reported: a value of the wrong type is not also reported as missing or too short.
+func coveredBy(loc []any, problems []Problem) bool {
+	for _, p := range problems {
+		if len(p.Loc) <= len(loc) && slices.Equal(p.Loc, loc[:len(p.Loc)]) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortByField orders problems as the fields are declared in t, then by location, as pydantic
+// reports them.
+func sortByField(t reflect.Type, problems []Problem) {
+	order := map[string]int{}
+	for i := range t.NumField() {
+		order[jsonName(t.Field(i))] = i + 1
+	}
+	rank := func(p Problem) int {
+		if len(p.Loc) < 2 {
+			return 0
+		}
+		name, _ := p.Loc[1].(string)
+		return order[name]
+	}
+	slices.SortStableFunc(problems, func(a, b Problem) int {
+		if d := rank(a) - rank(b); d != 0 {
+			return d
+		}
+		return compareLoc(a.Loc, b.Loc)
+	})
+}
+
+func compareLoc(a, b []any) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		ai, aInt := a[i].(int)
+		bi, bInt := b[i].(int)
+		if aInt && bInt && ai != bi {
+			return ai - bi
+		}
+	}
+	return len(a) - len(b)
+}
+
+// queryParam validates an optional query parameter that, when given, must be a non-empty
+// string of at most maxName characters. It returns "" when the parameter is absent.
+func queryParam(c *gin.Context, name string) (string, error) {
+	v, ok := c.GetQuery(name)
+	if !ok {
+		return "", nil
+	}
+	switch n := len([]rune(v)); {
+	case n == 0:
+		return "", &ValidationError{[]Problem{{Loc: []any{"query", name}, Msg: "String should have at least 1 character", Type: "string_too_short"}}}
+	case n > maxName:
+		return "", &ValidationError{[]Problem{{Loc: []any{"query", name}, Msg: fmt.Sprintf("String should have at most %d characters", maxName), Type: "string_too_long"}}}
+	}
+	return v, nil
+}

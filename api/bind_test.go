@@ -1,0 +1,65 @@
+package api
+
+import (
+	"errors"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzDecodeBody feeds untrusted bytes to the request decoder: it must never panic, must accept
+// only bodies that meet every constraint, and must explain every refusal in the FastAPI shape.
+func FuzzDecodeBody(f *testing.F) {
+	for _, seed := range []string{
+		``, `{}`, `[]`, `null`, `"x"`, `{"user_id":"u","tags":["0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"]}`,
+		`{"user_id":1,"tags":[1,null,{}]}`, `{"user_id":"","tags":[]}`, `{"user_id":"u","tags":"x"}`,
+		`{"user_id":"u","tags":["0B6F1A52-6A51-4C59-9A43-3C1F4F2F6A01"]} `, `{"a":`, `{"user_id":"\u0000"}`, `{} {}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	v := newValidator()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req accessAllRequest
+		err := decodeBody(v, body, &req)
+		if err == nil {
+			if req.UserID == "" || utf8.RuneCountInString(req.UserID) > maxName || len(req.Tags) == 0 || len(req.Tags) > 1000 {
+				t.Fatalf("accepted %q as %+v", body, req)
+			}
+			for _, tag := range req.Tags {
+				if !isUUID(tag) {
+					t.Fatalf("accepted tag %q of %q", tag, body)
+				}
+			}
+			return
+		}
+		ve, ok := errors.AsType[*ValidationError](err)
+		if !ok {
+			t.Fatalf("decodeBody(%q) = %v, want a ValidationError", body, err)
+		}
+		if len(ve.Problems) == 0 {
+			t.Fatalf("decodeBody(%q): a ValidationError without problems", body)
+		}
+		for _, p := range ve.Problems {
+			if len(p.Loc) == 0 || p.Loc[0] != "body" || p.Msg == "" || p.Type == "" {
+				t.Fatalf("decodeBody(%q): problem %+v", body, p)
+			}
+		}
+	})
+}
+
+func TestIsUUID(t *testing.T) {
+	tests := map[string]bool{
+		"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01":  true,
+		"0B6F1A52-6A51-4C59-9A43-3C1F4F2F6A01":  true,
+		"0b6f1a526a514c599a433c1f4f2f6a01":      false,
+		"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a0":   false,
+		"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01 ": false,
+		"0b6f1a52_6a51-4c59-9a43-3c1f4f2f6a01":  false,
+		"gb6f1a52-6a51-4c59-9a43-3c1f4f2f6a01":  false,
+		"":                                      false,
+	}
+	for s, want := range tests {
+		if got := isUUID(s); got != want {
+			t.Errorf("isUUID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/grantry/grantry/internal/uid"
+)
+
+// Keys of the values middleware leaves in the Gin context.
+const (
+	ctxRequestID = "grantry.request_id"
+	ctxOrgID     = "grantry.org_id"
+	ctxKeyID     = "grantry.key_id"
+)
+
+// requestID echoes the client's X-Request-ID when it is a sane one, and makes one otherwise.
+func (s *Server) requestID(c *gin.Context) {
+	id := c.GetHeader("X-Request-ID")
+	if !validRequestID(id) {
+		id = uid.New()
+	}
+	c.Set(ctxRequestID, id)
+	c.Header("X-Request-ID", id)
+	c.Next()
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= ' ' || id[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// orgID is the organization the request's API key belongs to.
+func orgID(c *gin.Context) string { return c.GetString(ctxOrgID) }
+
+// accessLog writes one line per request. It never logs headers or bodies, so no key, token or
+// third-party secret can reach the log.
+func (s *Server) accessLog(c *gin.Context) {
+	start := time.Now()
+	c.Next()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request",
+		slog.String("request_id", requestID(c)),
+		slog.String("method", c.Request.Method),
+		slog.String("route", route),
+		slog.Int("status", c.Writer.Status()),
+		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+		slog.String("org_id", orgID(c)),
+	)
+}
+
+// recoverPanic turns a panic in a handler into a 500 that shows nothing of it.
+func (s *Server) recoverPanic(c *gin.Context) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.LogAttrs(c.Request.Context(), slog.LevelError, "panic",
+				slog.String("request_id", requestID(c)), slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
+			if !c.Writer.Written() {
+				c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"detail": "Internal Server Error"})
+			}
+		}
+	}()
+	c.Next()
+}
+
+// limitBody refuses a body declared larger than 1 MiB at once, and stops reading an undeclared
+// one at 1 MiB, so that no request body is ever read whole if it is too large.
+func (s *Server) limitBody(c *gin.Context) {
+	if c.Request.ContentLength > maxBodyBytes {
+		s.writeError(c, errTooLarge)
+		return
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes)
+	c.Next()
+}

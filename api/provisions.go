@@ -1,0 +1,101 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/grantry/grantry/storage"
+)
+
+type accessRequest struct {
+	UserID string `json:"user_id" validate:"required,max=256"`
+	SvcID  string `json:"svc_id" validate:"required,uuid"`
+}
+
+type accessAllRequest struct {
+	UserID string   `json:"user_id" validate:"required,max=256"`
+	Tags   []string `json:"tags" validate:"required,min=1,max=1000,dive,uuid"`
+}
+
+// canUserAccess answers a bare JSON boolean. Anything unknown is false, never 404, so that the
+// check reveals nothing about what exists.
+func (s *Server) canUserAccess(c *gin.Context) {
+	var req accessRequest
+	if err := s.bindJSON(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	in, err := s.policyInput(ctx, orgID(c), req.UserID, []string{canonicalID(req.SvcID)})
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.decide(ctx, false, in))
+}
+
+// canUserAccessAll is true only when every tag would be true alone.
+func (s *Server) canUserAccessAll(c *gin.Context) {
+	var req accessAllRequest
+	if err := s.bindJSON(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	ids := make([]string, len(req.Tags))
+	for i, t := range req.Tags {
+		ids[i] = canonicalID(t)
+	}
+	ctx := c.Request.Context()
+	in, err := s.policyInput(ctx, orgID(c), req.UserID, ids)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, s.decide(ctx, true, in))
+}
+
+// addToUser grants a resource to a user; granting again changes nothing.
+func (s *Server) addToUser(c *gin.Context) {
+	var req accessRequest
+	if err := s.bindJSON(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	ctx, org, id := c.Request.Context(), orgID(c), canonicalID(req.SvcID)
+	_, err := s.store.GetUser(ctx, org, req.UserID)
+	if err != nil {
+		s.writeError(c, notFound(err, errUserNotFound.Detail))
+		return
+	}
+	if _, err := s.store.GetResource(ctx, org, id); err != nil {
+		s.writeError(c, notFound(err, errResourceNotFound.Detail))
+		return
+	}
+	if err := s.store.Grant(ctx, storage.Grant{OrgID: org, UserID: req.UserID, ResourceID: id, CreatedAt: s.clock()}); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"user_id": req.UserID})
+}
+
+// removeFromUser revokes a resource from a user and answers the user's remaining resource_list.
+// Revoking what is not granted, or what does not exist, changes nothing.
+func (s *Server) removeFromUser(c *gin.Context) {
+	var req accessRequest
+	if err := s.bindJSON(c, &req); err != nil {
+		s.writeError(c, err)
+		return
+	}
+	ctx, org := c.Request.Context(), orgID(c)
+	if err := s.store.Revoke(ctx, org, req.UserID, canonicalID(req.SvcID)); err != nil {
+		s.writeError(c, notFound(err, errUserNotFound.Detail))
+		return
+	}
+	refs, err := s.resourceList(ctx, org, req.UserID)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"user_id": req.UserID, "resources": refs})
+}

@@ -1,0 +1,58 @@
+package api
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/grantry/grantry/storage"
+)
+
+func (s *Server) routes() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	// FastAPI answers list paths with and without the trailing slash; so do we, without redirects.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.Use(s.requestID, s.accessLog, s.recoverPanic, s.limitBody)
+	r.NoRoute(func(c *gin.Context) { s.writeError(c, errNotFound) })
+	r.NoMethod(func(c *gin.Context) { s.writeError(c, errMethodNotAllowed) })
+
+	r.GET("/healthz", s.healthz)
+	r.GET("/readyz", s.readyz)
+
+	a := r.Group("", s.authenticate)
+	list := func(path string, h gin.HandlerFunc) {
+		a.GET(path, h)
+		a.GET(path+"/", h)
+	}
+
+	a.POST("/provisions/can_user_access", s.canUserAccess)
+	a.POST("/provisions/can_user_access_all", s.canUserAccessAll)
+	a.POST("/provisions/add_to_user", s.addToUser)
+	a.POST("/provisions/remove_from_user", s.removeFromUser)
+
+	a.POST("/llm_integration/custom_model", s.createCustomModel)
+	a.POST("/llm_integration/remove", s.removeResource(storage.KindModel, "Model not found.", "Model deleted successfully"))
+	list("/llm_integration/list", s.listModels)
+
+	a.POST("/functions/create", s.createFunction)
+	a.POST("/functions/remove", s.removeResource(storage.KindFunction, "Function not found.", "Function deleted successfully"))
+	list("/functions/list", s.listFunctions)
+
+	a.POST("/data_integration/custom", s.createCustomDataset)
+	a.POST("/data_integration/remove", s.removeResource(storage.KindDataset, "Dataset not found.", "Dataset deleted successfully"))
+	list("/data_integration/list", s.listDatasets)
+
+	a.POST("/auth_integration/create", s.createAuthIntegration)
+	list("/auth_integration/list", s.listAuthIntegrations)
+	a.POST("/users/import", s.importUsers)
+	list("/users/list", s.listUsers)
+
+	admin := r.Group("/admin", s.adminOnly)
+	admin.POST("/orgs", s.createOrg)
+	admin.GET("/orgs", s.listOrgs)
+	admin.GET("/orgs/", s.listOrgs)
+	admin.POST("/orgs/:id/api_keys", s.createAPIKey)
+	admin.DELETE("/api_keys/:id", s.revokeAPIKey)
+	return r
+}

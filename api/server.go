@@ -1,0 +1,92 @@
+// Package api is Grantry's HTTP interface: the Gin router, its middleware (request id, access
+// log, authentication), one file per resource, and the one function that maps errors to the
+// wire format of CONTRACT.md.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-playground/validator/v10"
+
+	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
+)
+
+// Decider decides access over a policy input; *policy.Engine is one. Both methods fail closed:
+// an error comes with false.
+type Decider interface {
+	Allow(ctx context.Context, in policy.Input) (bool, error)
+	AllowAll(ctx context.Context, in policy.Input) (bool, error)
+}
+
+// Config is what the server is built from.
+type Config struct {
+	Store   storage.Store
+	Decider Decider
+	Logger  *slog.Logger
+	// AdminToken is the bearer token of the admin API; empty turns the admin API off (404).
+	AdminToken string
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server serves the Grantry API. It is an http.Handler.
+type Server struct {
+	store      storage.Store
+	decider    Decider
+	log        *slog.Logger
+	adminToken string
+	now        func() time.Time
+	validate   *validator.Validate
+	keys       *keyCache
+	ready      atomic.Bool
+	router     *gin.Engine
+	lastMilli  atomic.Int64 // the last time clock returned, in Unix milliseconds
+}
+
+// New returns a server that is ready to serve.
+func New(cfg Config) *Server {
+	s := &Server{
+		store:      cfg.Store,
+		decider:    cfg.Decider,
+		log:        cfg.Logger,
+		adminToken: cfg.AdminToken,
+		now:        cfg.Now,
+		validate:   newValidator(),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.keys = newKeyCache(cfg.Store, s.now)
+	s.ready.Store(true)
+	s.router = s.routes()
+	return s
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// SetReady sets what /readyz answers; shutdown sets it false before it stops accepting requests.
+func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
+
+// clock returns the current time as the store keeps it (UTC, to the millisecond), and never the
+// same or an earlier time twice, so that records created one after the other list in that order
+// even within one millisecond or when the system clock steps back.
+func (s *Server) clock() time.Time {
+	now := s.now().UnixMilli()
+	for {
+		last := s.lastMilli.Load()
+		next := max(now, last+1)
+		if s.lastMilli.CompareAndSwap(last, next) {
+			return time.UnixMilli(next).UTC()
+		}
+	}
+}
