@@ -1,0 +1,25 @@
+// Command grantry is the Grantry authorization service and its admin command line.
+//
+//	grantry serve                      start the service (settings: GRANTRY_* variables, flags)
+//	grantry org create NAME            create an organization and its first API key
+//	grantry org list                   list organizations
+//	grantry apikey create ORG_ID       add an API key to an organization
+//	grantry apikey revoke KEY_ID       revoke an API key
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "grantry:", err)
+		os.Exit(1)
+	}
+}
