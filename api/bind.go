@@ -20,6 +20,11 @@ import (
 // maxBodyBytes is the largest request body Grantry reads; a larger one is a 413.
 const maxBodyBytes = 1 << 20
 
+// maxProblems bounds the problems one 422 reports. Every problem of a request within the API's
+// limits fits (1,000 tags and a user id), but a 1 MiB body of a million wrong list items would
+// otherwise cost seconds of CPU and answer with some 50 MB.
+const maxProblems = 2000
+
 // ValidationError is a request that failed validation, with every problem found, in the shape
 // FastAPI clients expect: {"detail":[{"loc":[...],"msg":"...","type":"..."}]}.
 type ValidationError struct {
@@ -145,7 +150,7 @@ func decodeBody(v *validator.Validate, body []byte, dst any) error {
 		typeProblems := slices.Clone(problems)
 		for _, fe := range verrs {
 			p := constraintProblem(fe, fields)
-			if !coveredBy(p.Loc, typeProblems) {
+			if len(problems) < maxProblems && !coveredBy(p.Loc, typeProblems) {
 				problems = append(problems, p)
 			}
 		}
@@ -184,7 +189,9 @@ func checkTypes(t reflect.Type, v any, loc []any, problems *[]Problem) any {
 		return checkTypes(t.Elem(), v, loc, problems)
 	}
 	bad := func(typ, msg string) any {
-		*problems = append(*problems, Problem{Loc: slices.Clone(loc), Msg: msg, Type: typ})
+		if len(*problems) < maxProblems {
+			*problems = append(*problems, Problem{Loc: slices.Clone(loc), Msg: msg, Type: typ})
+		}
 		return zeroJSON(t)
 	}
 	switch t.Kind() {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,6 +18,8 @@ type Error struct {
 	Status int
 	Detail string
 	Err    error
+	// RetryAfter, if positive, is sent as the Retry-After header, in seconds.
+	RetryAfter int
 }
 
 func (e *Error) Error() string {
@@ -66,6 +69,12 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	if status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", retryAfterSeconds)
 	}
+		if isStoreError(err) {
+			s.metrics.storeError(err)
+		}
+	}
+	if e, ok := errors.AsType[*Error](err); ok && e.RetryAfter > 0 {
+		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
 	if status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", "Bearer")
 	}

@@ -56,6 +56,7 @@ func (s *Server) accessLog(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
+	s.metrics.observeRequest(c.Request.Method, route, c.Writer.Status(), time.Since(start))
 	s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request",
 		slog.String("request_id", requestID(c)),
 		slog.String("method", c.Request.Method),

@@ -13,14 +13,15 @@ func (s *Server) routes() *gin.Engine {
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
-	r.Use(s.requestID, s.accessLog, s.recoverPanic, s.limitBody)
+	r.Use(s.requestID, s.accessLog, s.recoverPanic, s.limitBody, s.deadline)
 	r.NoRoute(func(c *gin.Context) { s.writeError(c, errNotFound) })
 	r.NoMethod(func(c *gin.Context) { s.writeError(c, errMethodNotAllowed) })
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 
-	a := r.Group("", s.authenticate)
+	a := r.Group("", s.authenticate, s.rateLimit)
+	r.GET("/metrics", s.serveMetrics)
 	list := func(path string, h gin.HandlerFunc) {
 		a.GET(path, h)
 		a.GET(path+"/", h)

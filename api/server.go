@@ -33,6 +33,16 @@ type Config struct {
 	AdminToken string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Integrations are the third-party providers and the sealer of their keys (integrations.go).
+	Integrations Integrations
+	// RequestTimeout is the deadline of every request's context; zero means none.
+	RequestTimeout time.Duration
+	// RateLimit is how many requests a second each API key may make on average; zero or less
+	// means no limit. RateBurst is how many it may make at once; zero means one second's worth.
+	RateLimit float64
+	RateBurst int
+	// Decisions receives the record of every access decision; nil logs none (decisions.go).
+	Decisions DecisionRecorder
 }
 
 // Server serves the Grantry API. It is an http.Handler.
@@ -47,6 +57,15 @@ type Server struct {
 	ready      atomic.Bool
 	router     *gin.Engine
 	lastMilli  atomic.Int64 // the last time clock returned, in Unix milliseconds
+
+	metrics        *metrics
+	limiter        *rateLimiter // nil: no rate limit
+	requestTimeout time.Duration
+
+	integrations integrations
+
+	decisions   DecisionRecorder // nil: no decision log
+	decisionIDs storage.EntryIDs
 }
 
 // New returns a server that is ready to serve.
@@ -66,6 +85,11 @@ func New(cfg Config) *Server {
 		s.now = time.Now
 	}
 	s.keys = newKeyCache(cfg.Store, s.now)
+	s.metrics = newMetrics()
+	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst, s.now)
+	s.requestTimeout = cfg.RequestTimeout
+	s.integrations = newIntegrations(cfg.Integrations)
+	s.decisions = cfg.Decisions
 	s.ready.Store(true)
 	s.router = s.routes()
 	return s

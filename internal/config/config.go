@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 )
 
 // Config holds every setting. The zero value is not useful; start from Default or FromEnv.
@@ -22,6 +23,16 @@ type Config struct {
 	AdminToken      string // GRANTRY_ADMIN_TOKEN: secret; empty = admin API off
 	SecretKey       string // GRANTRY_SECRET_KEY: secret; base64 of 32 bytes
 	PolicyDir       string // GRANTRY_POLICY_DIR: empty = the embedded policy
+
+	RequestTimeout  time.Duration // GRANTRY_REQUEST_TIMEOUT: deadline of every request
+	ShutdownTimeout time.Duration // GRANTRY_SHUTDOWN_TIMEOUT: how long in-flight requests may take to finish
+	RateLimit       float64       // GRANTRY_RATE_LIMIT: requests a second per API key; 0 = no limit
+	RateBurst       int           // GRANTRY_RATE_BURST: requests at once per API key; 0 = one second's worth
+
+	SecretKeyPrevious string       // GRANTRY_SECRET_KEY_PREVIOUS: secret; earlier master keys, comma-separated
+	Integrations      Integrations // GRANTRY_*_BASE_URL, GRANTRY_DEFAULT_*_PROVIDER (integrations.go)
+
+	DecisionLogDays int // GRANTRY_DECISION_LOG_DAYS: days decisions are kept (decisionlog.go)
 }
 
 // Default returns the settings used when nothing is set.
@@ -30,6 +41,13 @@ func Default() Config {
 		Addr:    "127.0.0.1:8080",
 		MongoDB: "grantry",
 		DataDir: "./data",
+
+		RequestTimeout:  DefaultRequestTimeout,
+		ShutdownTimeout: DefaultShutdownTimeout,
+
+		Integrations: DefaultIntegrations(),
+
+		DecisionLogDays: DefaultDecisionLogDays,
 	}
 }
 
@@ -50,6 +68,9 @@ func FromEnv(getenv func(string) string) Config {
 			*field = v
 		}
 	}
+	c.readOperations(getenv)
+	c.readIntegrations(getenv)
+	c.readDecisionLog(getenv)
 	return c
 }
 
@@ -60,6 +81,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MongoDB, "mongo-db", c.MongoDB, "MongoDB database name (GRANTRY_MONGO_DB)")
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "folder of the embedded store and development secrets (GRANTRY_DATA_DIR)")
 	fs.StringVar(&c.PolicyDir, "policy-dir", c.PolicyDir, "folder of .rego files replacing the embedded policy (GRANTRY_POLICY_DIR)")
+	c.registerOperationFlags(fs)
+	c.registerIntegrationFlags(fs)
+	c.registerDecisionLogFlags(fs)
 }
 
 // Validate reports every problem with the settings at once.
@@ -88,6 +112,9 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, c.validateOperations()...)
+	errs = append(errs, c.validateIntegrations()...)
+	errs = append(errs, c.validateDecisionLog()...)
 	return errors.Join(errs...)
 }
 
@@ -118,6 +145,13 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("bootstrap_api_key_set", c.BootstrapAPIKey != ""),
 		slog.Bool("admin_api", c.AdminToken != ""),
 		slog.Bool("secret_key_set", c.SecretKey != ""),
+		slog.Duration("request_timeout", c.RequestTimeout),
+		slog.Duration("shutdown_timeout", c.ShutdownTimeout),
+		slog.Float64("rate_limit", c.RateLimit),
+		slog.Int("rate_burst", c.RateBurst),
+		slog.Bool("secret_key_previous_set", c.SecretKeyPrevious != ""),
+		slog.Any("integrations", c.Integrations),
+		slog.Int("decision_log_days", c.DecisionLogDays),
 	)
 }
 

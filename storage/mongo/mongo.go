@@ -210,7 +210,13 @@ func isUnavailable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, mongo.ErrClientDisconnected) {
 		return true
 	}
-	if errors.As(err, new(topology.ServerSelectionError)) {
+	if errors.As(err, new(topology.ServerSelectionError)) || errors.As(err, new(topology.ConnectionError)) {
+		return true
+	}
+	// The driver's "connection pool cleared" error, met by operations waiting for a connection
+	// when another one failed, is unexported; it is the only error with this method.
+	var cleared interface{ Retryable() bool }
+	if errors.As(err, &cleared) {
 		return true
 	}
 	var se mongo.ServerError

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/grantry/grantry/storage"
+)
+
+// metrics are what GET /metrics serves. Each Server has a registry of its own rather than the
+// Prometheus default one, so that tests may build many servers in one process.
+//
+// Other parts of Grantry add their own numbers without touching this file: a counter or gauge
+// that some component already keeps (decision-log drops, cache hits, policy reloads) is exposed
+// with Server.CounterFunc or Server.GaugeFunc at wiring time, and any other collector with
+// Server.RegisterMetrics.
+type metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.HistogramVec
+	decisions *prometheus.CounterVec
+	storeErrs *prometheus.CounterVec
+	http      http.Handler
+}
+
+// requestBuckets reach down to half a millisecond: a cached access check answers well under a
+// millisecond, and Prometheus' default buckets would put every such request in the first one.
+var requestBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "grantry_http_request_duration_seconds",
+			Help:    "Time from the first middleware to the response, by method, route pattern (\"unmatched\" for unknown paths) and status.",
+			Buckets: requestBuckets,
+		}, []string{"method", "route", "status"}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "grantry_decisions_total",
+			Help: "Policy decisions, by result: allow, deny, or error (an evaluation error, which denies).",
+		}, []string{"result"}),
+		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "grantry_store_errors_total",
+			Help: "Requests answered 503 because the store was unavailable (reason=unavailable) or did not answer within the request deadline (reason=timeout).",
+		}, []string{"reason"}),
+	}
+	for _, r := range []string{"allow", "deny", "error"} {
+		m.decisions.WithLabelValues(r) // so that every series exists from the start, at zero
+	}
+	for _, r := range []string{"unavailable", "timeout"} {
+		m.storeErrs.WithLabelValues(r)
+	}
+	m.reg.MustRegister(
+		m.requests, m.decisions, m.storeErrs,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	m.http = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	return m
+}
+
+// observeRequest records one finished request. route is a route pattern, never a raw path:
+// paths hold ids, and one series per id would grow without bound.
+func (m *metrics) observeRequest(method, route string, status int, d time.Duration) {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions:
+	default:
+		method = "other" // clients choose methods freely; each would be a series of its own
+	}
+	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// decision records the outcome of one policy evaluation.
+func (m *metrics) decision(allowed bool, err error) {
+	result := "deny"
+	switch {
+	case err != nil:
+		result = "error"
+	case allowed:
+		result = "allow"
+	}
+	m.decisions.WithLabelValues(result).Inc()
+}
+
+// storeError records a request that the store could not serve; err is what writeError maps to 503.
+func (m *metrics) storeError(err error) {
+	reason := "unavailable"
+	if errors.Is(err, context.DeadlineExceeded) {
+		reason = "timeout"
+	}
+	m.storeErrs.WithLabelValues(reason).Inc()
+}
+
+// isStoreError reports whether err is a store outage, as opposed to a 503 of another making.
+func isStoreError(err error) bool {
+	return errors.Is(err, storage.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// serveMetrics answers GET /metrics in the Prometheus text format. It needs no key: it shows
+// counts and timings by route, never ids, keys or organizations.
+func (s *Server) serveMetrics(c *gin.Context) {
+	s.metrics.http.ServeHTTP(c.Writer, c.Request)
+}
+
+// RegisterMetrics adds collectors to what GET /metrics serves. It returns an error if one of
+// them clashes with a metric already there; call it while wiring the server, before serving.
+func (s *Server) RegisterMetrics(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := s.metrics.reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CounterFunc exposes a count that another component keeps (such as the decision log's dropped
+// entries) as the Prometheus counter name, read by fn at every scrape. fn must be safe for
+// concurrent use and never decrease. The caller need not import Prometheus.
+func (s *Server) CounterFunc(name, help string, fn func() float64) error {
+	return s.RegisterMetrics(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, fn))
+}
+
+// GaugeFunc exposes a value that another component keeps (such as a cache's size) as the
+// Prometheus gauge name, read by fn at every scrape. fn must be safe for concurrent use.
+func (s *Server) GaugeFunc(name, help string, fn func() float64) error {
+	return s.RegisterMetrics(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+}
