@@ -1,6 +1,8 @@
 package api
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/grantry/grantry/storage"
@@ -40,6 +42,9 @@ func (s *Server) routes() *gin.Engine {
 	a.POST("/functions/remove", s.removeResource(storage.KindFunction, "Function not found.", "Function deleted successfully"))
 	list("/functions/list", s.listFunctions)
 
+	a.POST("/llm_integration/:provider", s.integrateModel)
+	// Without this, the provider parameter would take POST /llm_integration/list, a 405 before.
+	r.POST("/llm_integration/list", s.wrongMethod(http.MethodGet))
 	a.POST("/data_integration/custom", s.createCustomDataset)
 	a.POST("/data_integration/remove", s.removeResource(storage.KindDataset, "Dataset not found.", "Dataset deleted successfully"))
 	list("/data_integration/list", s.listDatasets)
@@ -48,6 +53,7 @@ func (s *Server) routes() *gin.Engine {
 	list("/auth_integration/list", s.listAuthIntegrations)
 	a.POST("/users/import", s.importUsers)
 	list("/users/list", s.listUsers)
+	a.POST("/data_integration/:provider/integrate", s.integrateVectorDB)
 
 	admin := r.Group("/admin", s.adminOnly)
 	admin.POST("/orgs", s.createOrg)

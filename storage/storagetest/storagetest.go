@@ -35,6 +35,9 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	t.Run("AuthIntegrations", func(t *testing.T) { testAuthIntegrations(t, open) })
 	t.Run("Users", func(t *testing.T) { testUsers(t, open) })
 	t.Run("Grants", func(t *testing.T) { testGrants(t, open) })
+	t.Run("SCIM", func(t *testing.T) { testSCIM(t, open) })
+	t.Run("Secrets", func(t *testing.T) { testSecrets(t, open) })
+	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
 }
 
 // base has a millisecond part so that a store that drops milliseconds fails; at and ms step from
