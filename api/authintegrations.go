@@ -23,12 +23,19 @@ func authIntegrationOf(a storage.AuthIntegration) authIntegrationJSON {
 type createAuthIntegrationRequest struct {
 	Name     string `json:"name" validate:"required,max=256"`
 	Metadata string `json:"metadata" validate:"max=4096"`
+	// Type is "import" (the default: users come through POST /users/import) or "scim" (an
+	// identity provider pushes them through /scim/v2/ with the token answered once).
+	Type string `json:"type" validate:"omitempty,oneof=import scim"`
 }
 
 func (s *Server) createAuthIntegration(c *gin.Context) {
 	var req createAuthIntegrationRequest
 	if err := s.bindJSON(c, &req); err != nil {
 		s.writeError(c, err)
+		return
+	}
+	if req.Type == storage.IntegrationSCIM {
+		s.createSCIMIntegration(c, req.Name, req.Metadata)
 		return
 	}
 	a := storage.AuthIntegration{OrgID: orgID(c), ID: uid.New(), Name: req.Name, Metadata: req.Metadata, Type: "import", CreatedAt: s.clock()}

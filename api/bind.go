@@ -303,10 +303,24 @@ func constraintProblem(fe validator.FieldError, fields map[string]any) Problem {
 		}
 	case "uuid":
 		p.Type, p.Msg = "uuid_parsing", msgUUID
+	case "oneof":
+		p.Type, p.Msg = "literal_error", literalMsg(strings.Fields(fe.Param()))
 	default:
 		p.Type, p.Msg = "value_error", "Value error, invalid value"
 	}
 	return p
+}
+
+// literalMsg is pydantic's message for a value outside a Literal: "Input should be 'a' or 'b'".
+func literalMsg(options []string) string {
+	quoted := make([]string, len(options))
+	for i, o := range options {
+		quoted[i] = "'" + o + "'"
+	}
+	if len(quoted) < 2 {
+		return "Input should be " + strings.Join(quoted, "")
+	}
+	return "Input should be " + strings.Join(quoted[:len(quoted)-1], ", ") + " or " + quoted[len(quoted)-1]
 }
 
 func plural(n, noun string) string {

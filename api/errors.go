@@ -64,6 +64,7 @@ const retryAfterSeconds = "1"
 // writeError is the one place where errors become HTTP responses: 422 with the FastAPI detail
 // array for validation errors, {"detail": "<sentence>"} for everything else. Errors of the
 // server's own making are logged here, once, with the request id; a 500 shows nothing of them.
+// Under /scim/v2/ the same status and sentence take SCIM's error shape instead.
 func (s *Server) writeError(c *gin.Context, err error) {
 	status, body := s.errorResponse(err)
 	if status == http.StatusServiceUnavailable {
@@ -81,6 +82,10 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	if status >= 500 {
 		s.log.LogAttrs(c.Request.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", requestID(c)), slog.Int("status", status), slog.String("error", err.Error()))
+	}
+	if isSCIM(c) {
+		s.writeSCIMError(c, status, body["detail"], err)
+		return
 	}
 	c.AbortWithStatusJSON(status, body)
 }

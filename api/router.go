@@ -53,7 +53,8 @@ func (s *Server) routes() *gin.Engine {
 	list("/auth_integration/list", s.listAuthIntegrations)
 	a.POST("/users/import", s.importUsers)
 	list("/users/list", s.listUsers)
-	a.POST("/data_integration/:provider/integrate", s.integrateVectorDB)
+
+	s.scimRoutes(r)
 
 	admin := r.Group("/admin", s.adminOnly)
 	admin.POST("/orgs", s.createOrg)

@@ -210,6 +210,13 @@ type User struct {
 // UserImport is one user of an import request.
 type UserImport struct {
 	ID    string // optional
+	// ExternalID is the identity provider's own id of a user it manages through SCIM; empty
+	// for imported users.
+	ExternalID string
+	// Attributes holds the rest of a SCIM user's attributes (display name, phone numbers, …)
+	// as a JSON object, for SCIM to give back; nil for imported users. It is opaque to the
+	// store, which keeps and returns it byte for byte.
+	Attributes []byte
 	Email string
 	First string
 	Last  string

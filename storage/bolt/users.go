@@ -25,6 +25,8 @@ type userRecord struct {
 	IntegrationName string `json:"integration_name"`
 	ImportedAt      int64  `json:"imported_at"`
 	ModifiedAt      int64  `json:"modified_at"`
+	ExternalID      string `json:"external_id,omitempty"`
+	Attributes      []byte `json:"attributes,omitempty"`
 }
 
 func (r userRecord) user() storage.User {
@@ -32,6 +34,7 @@ func (r userRecord) user() storage.User {
 		OrgID: r.OrgID, ID: r.ID, Email: r.Email, First: r.First, Last: r.Last, Active: r.Active,
 		IntegrationID: r.IntegrationID, IntegrationName: r.IntegrationName,
 		ImportedAt: fromMillis(r.ImportedAt), ModifiedAt: fromMillis(r.ModifiedAt),
+		ExternalID: r.ExternalID, Attributes: r.Attributes,
 	}
 }
 

@@ -134,10 +134,22 @@ var indexes = map[string][]index{
 	colUsers: {
 		{keys: []string{"org_id", "integration_id", "email_key"}, unique: true},
 		{keys: []string{"org_id", "imported_at", "id"}},
+		{keys: []string{"org_id", "integration_id", "id"}},
+		{keys: []string{"org_id", "integration_id", "external_id"}},
 	},
 	colGrants: {
 		{keys: []string{"org_id", "user_id", "created_at", "resource_id"}},
 		{keys: []string{"org_id", "resource_id"}},
+	},
+	colEvents:    entryIndexes("user_id", "svc_id", "action"),
+	colDecisions: entryIndexes("user_id", "resource_ids"),
+	colSCIMTokens: {
+		{keys: []string{"hash"}, unique: true},
+	},
+	colGroups: {
+		{keys: []string{"org_id", "integration_id", "name_key"}, unique: true},
+		{keys: []string{"org_id", "integration_id", "id"}},
+		{keys: []string{"org_id", "members"}},
 	},
 }
 

@@ -30,6 +30,10 @@ type userDoc struct {
 	IntegrationName string    `bson:"integration_name"`
 	ImportedAt      time.Time `bson:"imported_at"`
 	ModifiedAt      time.Time `bson:"modified_at"`
+	ExternalID      string    `bson:"external_id"`
+	Attributes      []byte    `bson:"attributes"`
+	// Version changes with every write, so that UpdateUser can write conditionally on it.
+	Version int64 `bson:"version"`
 }
 
 func (d userDoc) record() storage.User {
@@ -44,6 +48,8 @@ func (d userDoc) record() storage.User {
 		IntegrationName: d.IntegrationName,
 		ImportedAt:      d.ImportedAt.UTC(),
 		ModifiedAt:      d.ModifiedAt.UTC(),
+		ExternalID:      d.ExternalID,
+		Attributes:      d.Attributes,
 	}
 }
 
@@ -185,6 +191,7 @@ func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, us
 			{Key: "first", Value: d.First},
 			{Key: "last", Value: d.Last},
 			{Key: "modified_at", Value: d.ModifiedAt},
+			{Key: "version", Value: newVersion()},
 		}
 		updates = append(updates, mongo.NewUpdateOneModel().
 			SetFilter(bson.D{{Key: "_id", Value: d.Key}, {Key: "org_id", Value: orgID}}).
