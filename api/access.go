@@ -72,18 +72,21 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 	return pu, nil
 }
 
-// decide asks the policy, failing closed: an evaluation error is logged and denies.
-func (s *Server) decide(ctx context.Context, all bool, in policy.Input) bool {
-	decide := s.decider.Allow
+// decide asks the policy, failing closed: an evaluation error is logged and denies. It also
+// returns the revision of the policy that decided.
+func (s *Server) decide(ctx context.Context, all bool, in policy.Input) (bool, string) {
+	d, revision := s.pinPolicy()
+	decide := d.Allow
 	if all {
-		decide = s.decider.AllowAll
+		decide = d.AllowAll
 	}
 	allowed, err := decide(ctx, in)
+	s.metrics.decision(allowed, err)
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "policy evaluation failed; denied", slog.String("error", err.Error()))
-		return false
+		return false, revision
 	}
-	return allowed
+	return allowed, revision
 }
 
 // accessible returns those of rs that the user may use, as the access check would answer for
@@ -100,7 +103,7 @@ func (s *Server) accessible(ctx context.Context, orgID, userID string, rs []stor
 	var out []storage.Resource
 	for _, r := range rs {
 		in := policy.Input{User: pu, ResourceIDs: []string{r.ID}, Resources: map[string]policy.Resource{r.ID: {Kind: string(r.Kind), Name: r.Name}}}
-		if s.decide(ctx, false, in) {
+		if allowed, _ := s.decide(ctx, false, in); allowed {
 			out = append(out, r)
 		}
 	}

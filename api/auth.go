@@ -35,6 +35,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	c.Set(ctxOrgID, key.OrgID)
 	c.Set(ctxKeyID, key.ID)
+	setActor(c, storage.Actor{Kind: storage.ActorAPIKey, ID: key.ID})
 	c.Next()
 }
 
@@ -49,6 +50,7 @@ func (s *Server) adminOnly(c *gin.Context) {
 		s.writeError(c, errNotAuthenticated)
 		return
 	}
+	setActor(c, storage.Actor{Kind: storage.ActorAdmin})
 	c.Next()
 }
 

@@ -69,13 +69,13 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	status, body := s.errorResponse(err)
 	if status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", retryAfterSeconds)
-	}
 		if isStoreError(err) {
 			s.metrics.storeError(err)
 		}
 	}
 	if e, ok := errors.AsType[*Error](err); ok && e.RetryAfter > 0 {
 		c.Header("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	if status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", "Bearer")
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -21,6 +22,7 @@ type accessAllRequest struct {
 // canUserAccess answers a bare JSON boolean. Anything unknown is false, never 404, so that the
 // check reveals nothing about what exists.
 func (s *Server) canUserAccess(c *gin.Context) {
+	start := time.Now()
 	var req accessRequest
 	if err := s.bindJSON(c, &req); err != nil {
 		s.writeError(c, err)
@@ -32,11 +34,14 @@ func (s *Server) canUserAccess(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, s.decide(ctx, false, in))
+	allowed, revision := s.decide(ctx, false, in)
+	s.logDecision(c, start, endpointCheck, req.UserID, in, allowed, revision)
+	c.JSON(http.StatusOK, allowed)
 }
 
 // canUserAccessAll is true only when every tag would be true alone.
 func (s *Server) canUserAccessAll(c *gin.Context) {
+	start := time.Now()
 	var req accessAllRequest
 	if err := s.bindJSON(c, &req); err != nil {
 		s.writeError(c, err)
@@ -52,7 +57,9 @@ func (s *Server) canUserAccessAll(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, s.decide(ctx, true, in))
+	allowed, revision := s.decide(ctx, true, in)
+	s.logDecision(c, start, endpointCheckAll, req.UserID, in, allowed, revision)
+	c.JSON(http.StatusOK, allowed)
 }
 
 // addToUser grants a resource to a user; granting again changes nothing.

@@ -21,9 +21,9 @@ func (s *Server) routes() *gin.Engine {
 
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
+	r.GET("/metrics", s.serveMetrics)
 
 	a := r.Group("", s.authenticate, s.rateLimit)
-	r.GET("/metrics", s.serveMetrics)
 	list := func(path string, h gin.HandlerFunc) {
 		a.GET(path, h)
 		a.GET(path+"/", h)
@@ -33,21 +33,27 @@ func (s *Server) routes() *gin.Engine {
 	a.POST("/provisions/can_user_access_all", s.canUserAccessAll)
 	a.POST("/provisions/add_to_user", s.addToUser)
 	a.POST("/provisions/remove_from_user", s.removeFromUser)
+	a.POST("/provisions/explain", s.explain)
+
+	a.GET("/policy", s.getPolicy)
+	list("/audit/decisions", s.listDecisions)
+	list("/audit/events", s.listEvents)
 
 	a.POST("/llm_integration/custom_model", s.createCustomModel)
 	a.POST("/llm_integration/remove", s.removeResource(storage.KindModel, "Model not found.", "Model deleted successfully"))
 	list("/llm_integration/list", s.listModels)
+	a.POST("/llm_integration/:provider", s.integrateModel)
+	// Without this, the provider parameter would take POST /llm_integration/list, a 405 before.
+	r.POST("/llm_integration/list", s.wrongMethod(http.MethodGet))
 
 	a.POST("/functions/create", s.createFunction)
 	a.POST("/functions/remove", s.removeResource(storage.KindFunction, "Function not found.", "Function deleted successfully"))
 	list("/functions/list", s.listFunctions)
 
-	a.POST("/llm_integration/:provider", s.integrateModel)
-	// Without this, the provider parameter would take POST /llm_integration/list, a 405 before.
-	r.POST("/llm_integration/list", s.wrongMethod(http.MethodGet))
 	a.POST("/data_integration/custom", s.createCustomDataset)
 	a.POST("/data_integration/remove", s.removeResource(storage.KindDataset, "Dataset not found.", "Dataset deleted successfully"))
 	list("/data_integration/list", s.listDatasets)
+	a.POST("/data_integration/:provider/integrate", s.integrateVectorDB)
 
 	a.POST("/auth_integration/create", s.createAuthIntegration)
 	list("/auth_integration/list", s.listAuthIntegrations)

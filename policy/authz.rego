@@ -47,3 +47,32 @@ permitted(id) if {
 	input.resources[id]
 	input.user.resource_list[id]
 }
+
+# reasons explains a decision, for POST /provisions/explain and for people reading the policy:
+# "granted" when the user may use every resource asked about, and otherwise every cause of
+# the deny. It never decides anything: allow and allow_all do not read it.
+reasons contains "granted" if allow_all
+
+reasons contains "no resource asked about" if count(input.resource_ids) == 0
+
+reasons contains "unknown user" if not input.user
+
+# An active flag that is missing or anything but true counts as inactive, as permitted reads it.
+reasons contains "inactive user" if {
+	input.user
+	not input.user.active == true
+}
+
+# The resource does not exist in the organization (or no longer does).
+reasons contains "unknown resource" if {
+	some id in input.resource_ids
+	not input.resources[id]
+}
+
+# The user and the resource exist, but the user holds no grant on it.
+reasons contains "not granted" if {
+	input.user
+	some id in input.resource_ids
+	input.resources[id]
+	not input.user.resource_list[id]
+}

@@ -132,3 +132,78 @@ test_permitted_needs_user_resource_and_grant if {
 	not authz.permitted(model) with input as {"user": alice, "resources": {}}
 	not authz.permitted(model) with input as {"resources": resources}
 }
+
+test_reasons_granted if {
+	authz.reasons == {"granted"} with input as {"user": alice, "resource_ids": [model], "resources": resources}
+	authz.reasons == {"granted"} with input as {"user": alice, "resource_ids": [model, dataset], "resources": resources}
+}
+
+test_reasons_unknown_user if {
+	authz.reasons == {"unknown user"} with input as {"resource_ids": [model], "resources": resources}
+}
+
+test_reasons_inactive_user if {
+	authz.reasons == {"inactive user"} with input as {
+		"user": object.union(alice, {"active": false}),
+		"resource_ids": [model],
+		"resources": resources,
+	}
+}
+
+test_reasons_inactive_when_active_flag_is_missing_or_not_true if {
+	authz.reasons == {"inactive user"} with input as {
+		"user": object.remove(alice, ["active"]),
+		"resource_ids": [model],
+		"resources": resources,
+	}
+	authz.reasons == {"inactive user"} with input as {
+		"user": object.union(alice, {"active": "true"}),
+		"resource_ids": [model],
+		"resources": resources,
+	}
+}
+
+test_reasons_unknown_resource if {
+	authz.reasons == {"unknown resource"} with input as {
+		"user": alice,
+		"resource_ids": [model],
+		"resources": object.remove(resources, [model]),
+	}
+}
+
+test_reasons_not_granted if {
+	authz.reasons == {"not granted"} with input as {"user": alice, "resource_ids": [function], "resources": resources}
+}
+
+test_reasons_no_resource if {
+	authz.reasons == {"no resource asked about"} with input as {"user": alice, "resource_ids": [], "resources": resources}
+}
+
+# Every cause is given at once, and "granted" never comes with one.
+test_reasons_several_causes if {
+	authz.reasons == {"inactive user", "not granted", "unknown resource"} with input as {
+		"user": object.union(alice, {"active": false}),
+		"resource_ids": [model, function, "00000000-0000-4000-8000-000000000000"],
+		"resources": resources,
+	}
+	authz.reasons == {"unknown user", "unknown resource"} with input as {
+		"resource_ids": ["00000000-0000-4000-8000-000000000000"],
+		"resources": resources,
+	}
+}
+
+# reasons agrees with the decision: "granted" exactly when allow_all allows.
+test_reasons_agree_with_allow_all if {
+	inputs := [
+		{"user": alice, "resource_ids": [model], "resources": resources},
+		{"user": alice, "resource_ids": [function], "resources": resources},
+		{"resource_ids": [model], "resources": resources},
+		{"user": object.union(alice, {"active": false}), "resource_ids": [model], "resources": resources},
+		{"user": alice, "resource_ids": [], "resources": resources},
+	]
+	every x in inputs {
+		granted := "granted" in authz.reasons with input as x
+		allowed := authz.allow_all with input as x
+		granted == allowed
+	}
+}

@@ -2,7 +2,9 @@
 //
 // The shipped policy is authz.rego (package grantry.authz) with its unit tests in
 // authz_test.rego, both embedded in the binary. GRANTRY_POLICY_DIR replaces them with a
-// folder of .rego files that must define the same two rules, allow and allow_all.
+// folder of .rego files that must define the same two rules, allow and allow_all, may define
+// reasons to explain its decisions, and must pass its own tests. Live holds the running
+// policy and swaps in a new one atomically; Watch reloads a folder when it changes.
 package policy
 
 import (
@@ -17,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -26,10 +29,12 @@ import (
 //go:embed authz.rego authz_test.rego
 var embedded embed.FS
 
-// The rules Grantry queries. A policy must define both.
+// The rules Grantry queries. A policy must define allow and allow_all; reasons is optional.
 const (
 	AllowQuery    = "data.grantry.authz.allow"
 	AllowAllQuery = "data.grantry.authz.allow_all"
+	// ReasonsQuery is the set of strings that explains a decision (POST /provisions/explain).
+	ReasonsQuery = "data.grantry.authz.reasons"
 )
 
 // Module is one Rego source file.
@@ -55,15 +60,12 @@ func Embedded() []Module {
 }
 
 // LoadDir reads every .rego file below dir, tests included, named by their path relative to dir.
+// Hidden files and folders (named with a leading dot) are skipped, as editors' swap files are
+// hidden; and so a Kubernetes ConfigMap mount, whose visible files are symbolic links (which
+// are followed) into hidden folders, yields each file once.
 func LoadDir(dir string) ([]Module, error) {
 	var mods []Module
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() || filepath.Ext(path) != ".rego" {
-			return nil
-		}
+	err := walkRego(dir, func(path string) error {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -84,12 +86,32 @@ func LoadDir(dir string) ([]Module, error) {
 	return mods, nil
 }
 
+// walkRego calls fn with the path of every .rego file below dir, skipping hidden entries.
+func walkRego(dir string, fn func(path string) error) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() || filepath.Ext(path) != ".rego" {
+			return nil
+		}
+		return fn(path)
+	})
+}
+
 // Engine decides access with one compiled policy. Its queries are prepared once and are safe
 // for concurrent use. It fails closed: an undefined result, a result other than the boolean
 // true, or an evaluation error is a deny.
 type Engine struct {
 	allow    rego.PreparedEvalQuery
 	allowAll rego.PreparedEvalQuery
+	reasons  rego.PreparedEvalQuery
 	revision string
 	modules  []Module
 }
@@ -126,6 +148,9 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 		return nil, err
 	}
 	if e.allowAll, err = prepare(AllowAllQuery); err != nil {
+		return nil, err
+	}
+	if e.reasons, err = prepare(ReasonsQuery); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -187,22 +212,45 @@ func (f TestFailure) String() string {
 // RunTests runs the test_* rules of the modules (policy and tests together) and returns how many
 // ran and the ones that failed. An error means the modules could not be compiled.
 func RunTests(ctx context.Context, modules []Module) (ran int, failures []TestFailure, err error) {
-	parsed, err := parse(modules, true)
+	results, err := Test(ctx, modules)
 	if err != nil {
 		return 0, nil, err
 	}
-	ch, err := tester.NewRunner().SetDefaultRegoVersion(ast.RegoV1).SetModules(parsed).RunTests(ctx, nil)
-	if err != nil {
-		return 0, nil, fmt.Errorf("run policy tests: %w", err)
-	}
-	for r := range ch {
-		ran++
-		if r.Fail || r.Error != nil {
-			failures = append(failures, TestFailure{Name: r.Package + "." + r.Name, Err: r.Error})
+	for _, r := range results {
+		if !r.Passed {
+			failures = append(failures, TestFailure{Name: r.Name, Err: r.Err})
 		}
 	}
-	slices.SortFunc(failures, func(a, b TestFailure) int { return strings.Compare(a.Name, b.Name) })
-	return ran, failures, nil
+	return len(results), failures, nil
+}
+
+// TestResult is the outcome of one Rego test.
+type TestResult struct {
+	Name     string // package and rule, e.g. data.grantry.authz_test.test_allow
+	Passed   bool
+	Err      error // why it could not be evaluated; nil when it passed or was simply false
+	Duration time.Duration
+}
+
+// Test runs the test_* rules of the modules (policy and tests together) and returns every
+// result, ordered by name. An error means the modules could not be compiled.
+func Test(ctx context.Context, modules []Module) ([]TestResult, error) {
+	parsed, err := parse(modules, true)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := tester.NewRunner().SetDefaultRegoVersion(ast.RegoV1).SetModules(parsed).RunTests(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("run policy tests: %w", err)
+	}
+	var results []TestResult
+	for r := range ch {
+		results = append(results, TestResult{
+			Name: r.Package + "." + r.Name, Passed: !r.Fail && r.Error == nil, Err: r.Error, Duration: r.Duration,
+		})
+	}
+	slices.SortFunc(results, func(a, b TestResult) int { return strings.Compare(a.Name, b.Name) })
+	return results, nil
 }
 
 func parse(modules []Module, withTests bool) (map[string]*ast.Module, error) {

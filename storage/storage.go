@@ -41,6 +41,11 @@ type Store interface {
 	ResourceStore
 	UserStore
 	GrantStore
+	SecretStore
+	ChangeReporter
+	EventStore
+	DecisionStore
+	SCIMStore
 }
 
 // OrgStore keeps organizations and their API keys. These methods are not scoped to an
@@ -205,11 +210,6 @@ type User struct {
 	IntegrationName string
 	ImportedAt      time.Time
 	ModifiedAt      time.Time
-}
-
-// UserImport is one user of an import request.
-type UserImport struct {
-	ID    string // optional
 	// ExternalID is the identity provider's own id of a user it manages through SCIM; empty
 	// for imported users.
 	ExternalID string
@@ -217,6 +217,11 @@ type UserImport struct {
 	// as a JSON object, for SCIM to give back; nil for imported users. It is opaque to the
 	// store, which keeps and returns it byte for byte.
 	Attributes []byte
+}
+
+// UserImport is one user of an import request.
+type UserImport struct {
+	ID    string // optional
 	Email string
 	First string
 	Last  string

@@ -5,6 +5,7 @@
 //	grantry org list                   list organizations
 //	grantry apikey create ORG_ID       add an API key to an organization
 //	grantry apikey revoke KEY_ID       revoke an API key
+//	grantry policy test DIR            run the Rego tests of a policy folder; fail if any fails
 package main
 
 import (

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/grantry/grantry/internal/config"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/audit"
 	"github.com/grantry/grantry/storage/bolt"
 	"github.com/grantry/grantry/storage/mongo"
 )
@@ -27,6 +27,9 @@ const usage = `usage:
   grantry org list                   list organizations
   grantry apikey create ORG_ID       add an API key to an organization
   grantry apikey revoke KEY_ID       revoke an API key
+  grantry secrets rotate             re-seal every stored third-party secret under GRANTRY_SECRET_KEY
+  grantry healthcheck                exit 0 if the service at GRANTRY_ADDR answers /healthz
+  grantry policy test DIR            run the Rego tests of a policy folder; fail if any fails
 Run "grantry serve -h" for the flags; every setting is also a GRANTRY_* variable.`
 
 // run is the whole program, minus the process: tests call it with their own arguments,
@@ -40,15 +43,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stderr)
 	case "org", "apikey":
 		return admin(ctx, args, getenv, stdout)
+	case "secrets":
+		return secrets(ctx, args[1:], getenv, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, getenv, stdout)
+	case "policy":
+		return policyCommand(ctx, args[1:], stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
-
-// shutdownTimeout is how long in-flight requests may take to finish once shutdown begins.
-const shutdownTimeout = 15 * time.Second
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	cfg := config.FromEnv(getenv)
@@ -70,17 +76,23 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	log.Info("policy loaded", "revision", engine.Revision(), "dir", cfg.PolicyDir)
 
+	sealer, err := openSealer(cfg, log)
+	if err != nil {
+		return err
+	}
+
 	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := store.Close(closeCtx); err != nil {
-			log.Error("close store", "error", err.Error())
-		}
-	}()
+	// Closed last, after everything added below, which may write to it.
+	cs := &closers{log: log}
+	defer cs.closeAll() // on the error paths; after a shutdown there is nothing left to close
+	cs.add("store", store.Close)
+	store = audit.New(store, time.Now, log)
+	decisions := startDecisionLog(ctx, store, cfg.DecisionLogDays, log, cs)
+	live := policy.NewLive(engine)
+	cs.add("policy watcher", watchPolicy(ctx, live, cfg.PolicyDir, log))
 
 	key, err := api.Bootstrap(ctx, store, cfg.BootstrapAPIKey, time.Now())
 	if err != nil {
@@ -91,37 +103,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		fmt.Fprintf(stderr, "\nGrantry created organization %q with this API key, shown only this once; keep it now: %s\n\n", api.DefaultOrg, key)
 	}
 
-	srv := api.New(api.Config{Store: store, Decider: engine, Logger: log, AdminToken: cfg.AdminToken})
+	srv := api.New(api.Config{Store: store, Decider: live, Decisions: decisions, Logger: log, AdminToken: cfg.AdminToken,
+		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
+		Integrations: integrations(cfg.Integrations, sealer)})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	log.Info("listening", "addr", ln.Addr().String())
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	srv.SetReady(false)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	if err := hs.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	log.Info("stopped")
-	return nil
+	hs := newHTTPServer(srv, cfg.RequestTimeout, log)
+	return serveUntilDone(ctx, log, hs, ln, srv.SetReady, cfg.ShutdownTimeout, cs)
 }
 
 func loadPolicy(ctx context.Context, dir string) (*policy.Engine, error) {
@@ -132,7 +122,13 @@ func loadPolicy(ctx context.Context, dir string) (*policy.Engine, error) {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
 	}
-	engine, err := policy.New(ctx, mods)
+	// A folder's policy passes its own tests before it serves, as on every reload; the
+	// embedded one passed them in make test.
+	load := policy.Load
+	if dir == "" {
+		load = policy.New
+	}
+	engine, err := load(ctx, mods)
 	if err != nil {
 		return nil, fmt.Errorf("policy in %s: %w", policySource(dir), err)
 	}

@@ -45,6 +45,8 @@ var (
 		bucketOrgs, bucketOrgNames, bucketAPIKeys, bucketAPIKeyHashes,
 		bucketResources, bucketResourceNames, bucketIntegrations, bucketIntegrationNames,
 		bucketUsers, bucketUserEmails, bucketGrants, bucketGrantsByResource,
+		bucketEvents, bucketEventsByUser, bucketEventsBySvc, bucketDecisions, bucketDecisionsByUser, bucketDecisionsBySvc,
+		bucketSCIMTokens, bucketUserExternalIDs, bucketGroups, bucketGroupNames, bucketGroupsByMember, bucketGroupIDs,
 	}
 )
 

@@ -26,7 +26,15 @@ func (r grantRecord) grant() storage.Grant {
 // Grant records that g.UserID may use g.ResourceID. Granting again changes nothing. It returns
 // storage.ErrNotFound if the user or the resource does not exist in g.OrgID.
 func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
+	_, err := s.GrantChanged(ctx, g)
+	return err
+}
+
+// GrantChanged is Grant, and reports whether the grant was new.
+func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
+	var created bool
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+		created = false // a batch may run this more than once
 		if tx.Bucket(bucketUsers).Get(key(g.OrgID, g.UserID)) == nil {
 			return fmt.Errorf("user: %w", storage.ErrNotFound)
 		}
@@ -41,32 +49,42 @@ func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
 		if err := tx.Bucket(bucketGrantsByResource).Put(key(g.OrgID, g.ResourceID, g.UserID), []byte(g.UserID)); err != nil {
 			return err
 		}
+		created = true
 		return put(grants, k, grantRecord{
 			OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, CreatedAt: millis(g.CreatedAt),
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
+		return false, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
 	}
-	return nil
+	return created, nil
 }
 
 // Revoke removes the grant if there is one. It returns storage.ErrNotFound if the user does not
 // exist in the organization.
 func (s *Store) Revoke(ctx context.Context, orgID, userID, resourceID string) error {
+	_, err := s.RevokeChanged(ctx, orgID, userID, resourceID)
+	return err
+}
+
+// RevokeChanged is Revoke, and reports whether a grant was removed.
+func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
+	var removed bool
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketUsers).Get(key(orgID, userID)) == nil {
 			return fmt.Errorf("user: %w", storage.ErrNotFound)
 		}
+		grants := tx.Bucket(bucketGrants)
+		removed = grants.Get(key(orgID, userID, resourceID)) != nil
 		if err := tx.Bucket(bucketGrantsByResource).Delete(key(orgID, resourceID, userID)); err != nil {
 			return err
 		}
-		return tx.Bucket(bucketGrants).Delete(key(orgID, userID, resourceID))
+		return grants.Delete(key(orgID, userID, resourceID))
 	})
 	if err != nil {
-		return fmt.Errorf("revoke %s from %s: %w", resourceID, userID, err)
+		return false, fmt.Errorf("revoke %s from %s: %w", resourceID, userID, err)
 	}
-	return nil
+	return removed, nil
 }
 
 // deleteGrantsOf removes every grant of the resource, finding them through the by-resource

@@ -36,15 +36,22 @@ func (d grantDoc) record() storage.Grant {
 // deleted between the check and the insert leaves no grant behind: DeleteResource clears its
 // grants again after removing it.
 func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
+	_, err := s.GrantChanged(ctx, g)
+	return err
+}
+
+// GrantChanged is Grant, and reports whether the grant was new: whether the insert, rather
+// than the primary key, won.
+func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
 	if err := s.userExists(ctx, g.OrgID, g.UserID); err != nil {
-		return fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
+		return false, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
 	}
 	ok, err := exists(ctx, s.resources, resourceFilter(g.OrgID, g.ResourceID))
 	if err != nil {
-		return fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
+		return false, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
 	}
 	if !ok {
-		return fmt.Errorf("grant %s to %s: resource: %w", g.ResourceID, g.UserID, storage.ErrNotFound)
+		return false, fmt.Errorf("grant %s to %s: resource: %w", g.ResourceID, g.UserID, storage.ErrNotFound)
 	}
 	doc := grantDoc{
 		Key:        key(g.OrgID, g.UserID, g.ResourceID),
@@ -55,23 +62,32 @@ func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
 	}
 	if _, err := s.grants.InsertOne(ctx, doc); err != nil {
 		if err := mapErr(err); !errors.Is(err, storage.ErrConflict) {
-			return fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
+			return false, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
 		}
+		return false, nil
 	}
-	return nil
+	return true, nil
 }
 
 // Revoke removes the grant if there is one. It returns ErrNotFound if the user does not exist in
 // the organization.
 func (s *Store) Revoke(ctx context.Context, orgID, userID, resourceID string) error {
+	_, err := s.RevokeChanged(ctx, orgID, userID, resourceID)
+	return err
+}
+
+// RevokeChanged is Revoke, and reports whether a grant was removed: whether this delete, of
+// any racing ones, removed the document.
+func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
 	if err := s.userExists(ctx, orgID, userID); err != nil {
-		return fmt.Errorf("revoke %s from %s: %w", resourceID, userID, err)
+		return false, fmt.Errorf("revoke %s from %s: %w", resourceID, userID, err)
 	}
 	filter := bson.D{{Key: "_id", Value: key(orgID, userID, resourceID)}, {Key: "org_id", Value: orgID}}
-	if _, err := s.grants.DeleteOne(ctx, filter); err != nil {
-		return fmt.Errorf("revoke %s from %s: %w", resourceID, userID, mapErr(err))
+	res, err := s.grants.DeleteOne(ctx, filter)
+	if err != nil {
+		return false, fmt.Errorf("revoke %s from %s: %w", resourceID, userID, mapErr(err))
 	}
-	return nil
+	return res.DeletedCount > 0, nil
 }
 
 // UserGrants returns the user's grants, ordered by CreatedAt then ResourceID; an unknown user

@@ -1,0 +1,35 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"strconv"
+)
+
+// DefaultDecisionLogDays is how many days decisions are kept when GRANTRY_DECISION_LOG_DAYS is
+// not set.
+const DefaultDecisionLogDays = 30
+
+// readDecisionLog reads GRANTRY_DECISION_LOG_DAYS. A value that does not parse becomes -1,
+// which Validate reports by the variable's name.
+func (c *Config) readDecisionLog(getenv func(string) string) {
+	if v := getenv("GRANTRY_DECISION_LOG_DAYS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			n = -1
+		}
+		c.DecisionLogDays = n
+	}
+}
+
+func (c *Config) registerDecisionLogFlags(fs *flag.FlagSet) {
+	fs.IntVar(&c.DecisionLogDays, "decision-log-days", c.DecisionLogDays, "days the decision log keeps each decision (GRANTRY_DECISION_LOG_DAYS)")
+}
+
+// validateDecisionLog reports what is wrong with the decision log's settings.
+func (c Config) validateDecisionLog() []error {
+	if c.DecisionLogDays < 1 {
+		return []error{errors.New("GRANTRY_DECISION_LOG_DAYS must be a whole number of days, 1 or more")}
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// Explanation says what the policy decided about one input, and why.
+type Explanation struct {
+	Allowed bool
+	// Reasons are the strings of the policy's reasons rule, sorted; empty when the policy has
+	// no such rule. Values of the rule that are not strings are left out.
+	Reasons []string
+	// Revision is the revision of the policy that decided.
+	Revision string
+}
+
+// ReasonEvaluationFailed is the reason given when the policy could not be evaluated, which
+// denies.
+const ReasonEvaluationFailed = "policy evaluation failed"
+
+// Explain decides in as Allow does and evaluates the reasons rule. When the policy cannot be
+// evaluated it returns the error together with the explanation of the deny that follows from
+// it, so that a caller can both log the error and answer.
+func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
+	ex := Explanation{Revision: e.revision, Reasons: []string{}}
+	allowed, err := e.Allow(ctx, in)
+	if err != nil {
+		ex.Reasons = []string{ReasonEvaluationFailed}
+		return ex, err
+	}
+	ex.Allowed = allowed
+	rs, err := e.reasons.Eval(ctx, rego.EvalParsedInput(in.value()))
+	if err != nil {
+		return ex, fmt.Errorf("evaluate reasons: %w", err)
+	}
+	if len(rs) == 1 && len(rs[0].Expressions) == 1 {
+		// A set comes back from OPA as a slice.
+		values, _ := rs[0].Expressions[0].Value.([]any)
+		for _, v := range values {
+			if r, ok := v.(string); ok {
+				ex.Reasons = append(ex.Reasons, r)
+			}
+		}
+	}
+	slices.Sort(ex.Reasons)
+	return ex, nil
+}

@@ -1,0 +1,70 @@
+package storage
+
+import "context"
+
+// Actor names who caused a change, for the audit trail. It travels in the request context from
+// the authentication middleware down to the store, so that the audit decorator can record it
+// without every Store method growing a parameter.
+type Actor struct {
+	// Kind is one of the Actor* constants.
+	Kind string
+	// ID identifies the actor within its kind: the API key id, the SCIM token id; empty for
+	// the admin and the system.
+	ID string
+}
+
+// The kinds of actors.
+const (
+	// ActorAPIKey is an organization's API key; ID is the key id (never the key).
+	ActorAPIKey = "api_key"
+	// ActorAdmin is the holder of the admin token; ID is empty.
+	ActorAdmin = "admin"
+	// ActorSCIMToken is an identity provider pushing users over SCIM; ID is the token id.
+	ActorSCIMToken = "scim_token"
+	// ActorSystem is Grantry itself (bootstrap at start-up, retention): the actor of any
+	// change made without an authenticated caller.
+	ActorSystem = "system"
+)
+
+type actorKey struct{}
+
+// WithActor returns a context that carries a as the actor of the changes made with it.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorFrom returns the actor carried by ctx, or the system actor when there is none, so that
+// an audit event always names someone.
+func ActorFrom(ctx context.Context) Actor {
+	if a, ok := ctx.Value(actorKey{}).(Actor); ok && a.Kind != "" {
+		return a
+	}
+	return Actor{Kind: ActorSystem}
+}
+
+type requestIDKey struct{}
+
+// WithRequestID returns a context that carries the id of the request whose changes are made
+// with it, so that an audit event can be matched with the request's log lines.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDFrom returns the request id carried by ctx, or "" when there is none.
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// ChangeReporter gives the audit trail what it needs to record only real changes, each in
+// the organization it belongs to. Grant and Revoke are idempotent, so the audit trail cannot
+// tell from their answer whether anything changed; these variants say so, decided in the
+// same atomic step as the change, so that two racing callers never both report it.
+type ChangeReporter interface {
+	// GetAPIKey returns the key with this id, or ErrNotFound.
+	GetAPIKey(ctx context.Context, id string) (APIKey, error)
+	// GrantChanged is Grant, and reports whether the grant was new.
+	GrantChanged(ctx context.Context, g Grant) (bool, error)
+	// RevokeChanged is Revoke, and reports whether a grant was removed.
+	RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error)
+}

@@ -1,0 +1,145 @@
+package bolt
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/grantry/grantry/storage"
+)
+
+// Events and decisions are logs of entries whose ids sort in time order (storage.EntryIDs).
+// Each log keeps its entries in a primary bucket under key(org, id) and indexes them in other
+// buckets under key(org, value, id) with an empty value, so that a page of one organization's
+// entries, newest first, is one backward walk over one key range, whichever bucket it is in.
+
+// page selects a range of one log: the entries whose keys lie under prefix (key(org) in the
+// primary bucket, key(org, value) in an index), within a time range and older than a cursor.
+type page struct {
+	prefix []byte
+	since  time.Time
+	until  time.Time
+	cursor string
+}
+
+// walk calls visit with the id of every entry of p in b, newest first, until visit returns
+// false or an error. Ids hold only hexadecimal digits and hyphens, which key leaves as they are,
+// so an id, or the beginning of one, is a bound of a key range by itself.
+func (p page) walk(b *bbolt.Bucket, visit func(id string) (bool, error)) error {
+	upper := append(bytes.Clone(p.prefix), 0xff)
+	if !p.until.IsZero() {
+		upper = minKey(upper, append(bytes.Clone(p.prefix), storage.IDTimePrefix(p.until)...))
+	}
+	if p.cursor != "" {
+		upper = minKey(upper, append(bytes.Clone(p.prefix), p.cursor...))
+	}
+	lower := p.prefix
+	if !p.since.IsZero() {
+		lower = append(bytes.Clone(p.prefix), storage.IDTimePrefix(p.since)...)
+	}
+	c := b.Cursor()
+	k, _ := c.Seek(upper)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	for ; k != nil && bytes.Compare(k, lower) >= 0; k, _ = c.Prev() {
+		// Every key from prefix up to prefix+0xff begins with prefix; the id follows it and
+		// ends with key's terminating zero.
+		more, err := visit(string(k[len(p.prefix) : len(k)-1]))
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func minKey(a, b []byte) []byte {
+	if bytes.Compare(a, b) <= 0 {
+		return a
+	}
+	return b
+}
+
+// collect reads a page of a log: it walks index (the primary bucket itself when index is
+// primary) and decodes each entry from primary into a T, keeping those that match, up to limit.
+func collect[T any](primary, index *bbolt.Bucket, org string, p page, limit int, match func(T) bool) ([]T, error) {
+	var out []T
+	err := p.walk(index, func(id string) (bool, error) {
+		v, ok, err := get[T](primary, key(org, id))
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return false, fmt.Errorf("index names missing entry %s", id)
+		}
+		if match(v) {
+			out = append(out, v)
+		}
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// orgPrefix returns the first part of k, the organization's, with its terminating zero.
+func orgPrefix(k []byte) []byte {
+	for i := 0; i < len(k); i++ {
+		if k[i] != 0 {
+			continue
+		}
+		if i+1 < len(k) && k[i+1] == 0xff { // an escaped zero inside the part
+			i++
+			continue
+		}
+		return k[:i+1]
+	}
+	return k
+}
+
+// deleteOlder removes, from the log in primary, up to max entries of any organization whose
+// ids sort before the ids of time t, and reports how many it removed. It calls unindex with
+// each entry's value first, so that the caller removes the entry's index keys.
+func deleteOlder(primary *bbolt.Bucket, t time.Time, max int, unindex func(data []byte) error) (int, error) {
+	bound := storage.IDTimePrefix(t)
+	var keys [][]byte
+	c := primary.Cursor()
+	for k, v := c.First(); k != nil && len(keys) < max; {
+		org := orgPrefix(k)
+		end := append(bytes.Clone(org), bound...)
+		for ; k != nil && bytes.HasPrefix(k, org) && bytes.Compare(k, end) < 0 && len(keys) < max; k, v = c.Next() {
+			if err := unindex(v); err != nil {
+				return 0, err
+			}
+			keys = append(keys, bytes.Clone(k))
+		}
+		if len(keys) >= max {
+			break
+		}
+		// Jump over the rest of this organization's entries, which are all newer.
+		k, v = c.Seek(append(bytes.Clone(org), 0xff))
+	}
+	for _, k := range keys {
+		if err := primary.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}
+
+// indexKeys returns key(org, value, id) for each distinct non-empty value.
+func indexKeys(org, id string, values ...string) [][]byte {
+	var out [][]byte
+	seen := make(map[string]bool, len(values))
+	for _, v := range values {
+		if v == "" || seen[v] {
+			continue
+		}
+		seen[v] = true
+		out = append(out, key(org, v, id))
+	}
+	return slices.Clip(out)
+}

@@ -1,0 +1,118 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/grantry/grantry/storage"
+)
+
+// The audit trail: events under key(org, id), indexed by the user and the resource they
+// concern. The indexes' values are empty.
+var (
+	bucketEvents       = []byte("events")           // org, id → eventRecord
+	bucketEventsByUser = []byte("events_by_user")   // org, user id, id → nothing
+	bucketEventsBySvc  = []byte("events_by_svc_id") // org, resource id, id → nothing
+)
+
+type eventRecord struct {
+	ID         string          `json:"id"`
+	OrgID      string          `json:"org_id"`
+	Time       int64           `json:"time"`
+	RequestID  string          `json:"request_id,omitempty"`
+	ActorKind  string          `json:"actor_kind"`
+	ActorID    string          `json:"actor_id,omitempty"`
+	Action     string          `json:"action"`
+	TargetKind string          `json:"target_kind"`
+	TargetID   string          `json:"target_id,omitempty"`
+	UserID     string          `json:"user_id,omitempty"`
+	SvcID      string          `json:"svc_id,omitempty"`
+	Before     json.RawMessage `json:"before,omitempty"`
+	After      json.RawMessage `json:"after,omitempty"`
+}
+
+func (r eventRecord) event() storage.Event {
+	return storage.Event{
+		ID: r.ID, OrgID: r.OrgID, Time: fromMillis(r.Time), RequestID: r.RequestID,
+		Actor:  storage.Actor{Kind: r.ActorKind, ID: r.ActorID},
+		Action: r.Action, TargetKind: r.TargetKind, TargetID: r.TargetID,
+		UserID: r.UserID, SvcID: r.SvcID, Before: r.Before, After: r.After,
+	}
+}
+
+// AppendEvents stores events in one transaction, shared with concurrent callers. An event
+// whose id is stored already is left as it is.
+func (s *Store) AppendEvents(ctx context.Context, events []storage.Event) error {
+	for _, e := range events {
+		if err := storage.CheckID(e.ID, e.Time); err != nil {
+			return fmt.Errorf("append events: %w", err)
+		}
+	}
+	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+		primary := tx.Bucket(bucketEvents)
+		for _, e := range events {
+			k := key(e.OrgID, e.ID)
+			if primary.Get(k) != nil {
+				continue
+			}
+			err := put(primary, k, eventRecord{
+				ID: e.ID, OrgID: e.OrgID, Time: millis(e.Time), RequestID: e.RequestID,
+				ActorKind: e.Actor.Kind, ActorID: e.Actor.ID,
+				Action: e.Action, TargetKind: e.TargetKind, TargetID: e.TargetID,
+				UserID: e.UserID, SvcID: e.SvcID, Before: e.Before, After: e.After,
+			})
+			if err != nil {
+				return err
+			}
+			for _, ik := range indexKeys(e.OrgID, e.ID, e.UserID) {
+				if err := tx.Bucket(bucketEventsByUser).Put(ik, nil); err != nil {
+					return err
+				}
+			}
+			for _, ik := range indexKeys(e.OrgID, e.ID, e.SvcID) {
+				if err := tx.Bucket(bucketEventsBySvc).Put(ik, nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("append %d events: %w", len(events), err)
+	}
+	return nil
+}
+
+// ListEvents returns the organization's events that match f, newest first. It walks the index
+// of the user or the resource when f names one, and the organization's events otherwise.
+func (s *Store) ListEvents(ctx context.Context, orgID string, f storage.EventFilter) ([]storage.Event, error) {
+	var recs []eventRecord
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		primary := tx.Bucket(bucketEvents)
+		index, p := primary, page{prefix: key(orgID), since: f.Since, until: f.Until, cursor: f.Cursor}
+		switch {
+		case f.UserID != "":
+			index, p.prefix = tx.Bucket(bucketEventsByUser), key(orgID, f.UserID)
+		case f.SvcID != "":
+			index, p.prefix = tx.Bucket(bucketEventsBySvc), key(orgID, f.SvcID)
+		}
+		var err error
+		recs, err = collect(primary, index, orgID, p, f.Limit, func(r eventRecord) bool {
+			return (f.UserID == "" || r.UserID == f.UserID) &&
+				(f.SvcID == "" || r.SvcID == f.SvcID) &&
+				(f.Action == "" || r.Action == f.Action)
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	out := make([]storage.Event, len(recs))
+	for i, r := range recs {
+		out[i] = r.event()
+	}
+	return out, nil
+}
