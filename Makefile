@@ -5,13 +5,15 @@ GO       ?= go
 RACE     := $(if $(filter 1,$(shell $(GO) env CGO_ENABLED)),-race,)
 FILTER   ?= .
 FUZZTIME ?= 30s
+# The measured time of each run of `make bench` and `make bench-large`.
+BENCH_DURATION ?= 10s
 BIN      := bin/grantry
 
 .DEFAULT_GOAL := help
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
 run: ## Start the service on the embedded store (data in ./data)
@@ -22,8 +24,16 @@ test: ## Run every test: Go, Rego, both stores (FILTER=regexp runs a subset)
 	$(GO) test $(RACE) -count=1 -run '$(FILTER)' ./...
 
 .PHONY: bench
-bench: ## Run the Go benchmarks
+bench: build ## Go benchmarks, then Grantry vs OPA vs bare net/http over HTTP (BENCH_DURATION a run)
 	$(GO) test -run '^$$' -bench '$(FILTER)' -benchmem ./...
+	$(GO) build -o bin/grantry-bench ./cmd/grantry-bench
+	$(GO) build -o bin/opa github.com/open-policy-agent/opa
+	bin/grantry-bench run -grantry $(BIN) -opa bin/opa -duration $(BENCH_DURATION)
+
+.PHONY: bench-large
+bench-large: build ## Grantry's checks and memory with 1,000,000 users × 20 grants
+	$(GO) build -o bin/grantry-bench ./cmd/grantry-bench
+	bin/grantry-bench scale -grantry $(BIN) -duration $(BENCH_DURATION)
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The systems compared.
+const (
+	systemCeiling = "ceiling"
+	systemOPA     = "opa"
+	systemGrantry = "grantry"
+)
+
+// placement says where the server and the load generator may run: on one CPU each (taskset's
+// CPU list), or anywhere when empty.
+type placement struct {
+	name      string
+	serverCPU string
+	loadCPU   string
+}
+
+var (
+	pinned   = placement{name: "pinned", serverCPU: "0", loadCPU: "1"}
+	unpinned = placement{name: "unpinned"}
+)
+
+// harness starts servers and load generators as processes of their own and collects what the
+// load generators measured.
+type harness struct {
+	self     string // this binary, which serves the ceiling and generates load
+	grantry  string
+	opa      string
+	taskset  string // empty when processes cannot be pinned
+	conns    int
+	duration time.Duration
+	warmup   time.Duration
+	runs     int
+	env      []string  // the environment servers start from
+	progress io.Writer // a line per run, as it finishes
+}
+
+// harnessFlags are the flags shared by run and scale.
+type harnessFlags struct {
+	grantry, dir, pin string
+	keep              bool
+	conns, runs       int
+	duration, warmup  time.Duration
+}
+
+// register adds the flags to fs; BENCH_DURATION, read through getenv, is -duration's default.
+func (f *harnessFlags) register(fs *flag.FlagSet, getenv func(string) string) error {
+	duration := 10 * time.Second
+	if v := getenv("BENCH_DURATION"); v != "" {
+		d, err := parseDuration(v)
+		if err != nil {
+			return fmt.Errorf("BENCH_DURATION: %w", err)
+		}
+		duration = d
+	}
+	fs.StringVar(&f.grantry, "grantry", "bin/grantry", "the grantry binary")
+	fs.StringVar(&f.dir, "dir", "", "work folder for seeded data and server logs (default: a new temporary folder, removed at the end)")
+	fs.BoolVar(&f.keep, "keep", false, "keep the work folder")
+	fs.StringVar(&f.pin, "pin", "auto", "auto: pin with taskset when it exists and there are 2 CPUs; off: never")
+	fs.IntVar(&f.conns, "conns", 32, "keep-alive connections of the load generator")
+	fs.IntVar(&f.runs, "runs", 3, "measured runs per system; the table shows their median")
+	fs.DurationVar(&f.duration, "duration", duration, "measured time of each run (BENCH_DURATION)")
+	fs.DurationVar(&f.warmup, "warmup", time.Second, "warm-up before each run, not measured")
+	return nil
+}
+
+// parseDuration accepts a Go duration ("10s", "1m") or a plain number of seconds ("10").
+func parseDuration(v string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		v = fmt.Sprintf("%gs", n)
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration", v)
+	}
+	return d, nil
+}
+
+// newHarness checks the flags, finds the grantry binary and decides whether to pin.
+func (f *harnessFlags) newHarness(progress io.Writer) (*harness, error) {
+	if f.conns < 1 || f.runs < 1 || f.duration <= 0 || f.warmup < 0 {
+		return nil, errors.New("-conns, -runs and -duration must be positive")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{
+		self: self, conns: f.conns, runs: f.runs, duration: f.duration, warmup: f.warmup,
+		env: serverEnv(os.Environ()), progress: progress,
+	}
+	if h.grantry, err = binary(f.grantry); err != nil {
+		return nil, err
+	}
+	switch f.pin {
+	case "auto":
+		// runtime.NumCPU counts the CPUs this process may run on, which is what pinning needs.
+		if path, err := exec.LookPath("taskset"); err == nil && runtime.NumCPU() >= 2 {
+			h.taskset = path
+		}
+	case "off":
+	default:
+		return nil, fmt.Errorf("-pin must be auto or off, not %q", f.pin)
+	}
+	return h, nil
+}
+
+// workDir returns the work folder, -dir or a new temporary one, and the function that removes it
+// at the end (which does nothing for -dir or with -keep).
+func (f *harnessFlags) workDir() (string, func(), error) {
+	if f.dir != "" {
+		return f.dir, func() {}, os.MkdirAll(f.dir, 0o700)
+	}
+	dir, err := os.MkdirTemp("", "grantry-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	if f.keep {
+		return dir, func() {}, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// binary returns the absolute path of an executable file, or says plainly that it is missing.
+func binary(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(abs); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable (build it first; `make bench` does)", path)
+	}
+	return abs, nil
+}
+
+// placements are the ways runs are made: pinned when possible, and always unpinned.
+func (h *harness) placements() []placement {
+	if h.taskset == "" {
+		return []placement{unpinned}
+	}
+	return []placement{pinned, unpinned}
+}
+
+// serverEnv is the environment of every server: the caller's, without settings that would change
+// what is measured — any GRANTRY_* (a MongoDB URI in the shell must not send the benchmark
+// elsewhere) and GOMAXPROCS (the pinning decides how many threads run Go code).
+func serverEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, "GRANTRY_") || strings.HasPrefix(kv, "GOMAXPROCS=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+// server is a running server process.
+type server struct {
+	system string
+	addr   string
+	cmd    *exec.Cmd
+	exited chan error
+	log    *os.File
+}
+
+// start starts one system's server on data seeded in dir and waits until it answers.
+func (h *harness) start(ctx context.Context, system string, pl placement, dir string) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	env := h.env
+	var health string
+	switch system {
+	case systemCeiling:
+		argv, health = []string{h.self, "ceiling", "-addr", addr}, "/healthz"
+	case systemOPA:
+		if h.opa == "" {
+			return nil, errors.New("no OPA binary")
+		}
+		// OPA at its best for this load: its data kept as AST values, as its performance guide
+		// advises for reads (--optimize-store-for-read-speed), and without its two log lines per
+		// request (--log-level error). Together they take its CPU per check here from about
+		// 240 µs to about 145 µs. Grantry keeps its defaults, access log included, so the
+		// comparison leans towards OPA. --skip-version-check keeps OPA off the network.
+		od := filepath.Join(dir, opaDir)
+		argv = []string{h.opa, "run", "--server", "--skip-version-check", "--optimize-store-for-read-speed", "--log-level", "error",
+			"--addr", addr, filepath.Join(od, "authz.rego"), filepath.Join(od, "wrapper.rego"), filepath.Join(od, opaDataFile)}
+		health = "/health"
+	case systemGrantry:
+		argv, health = []string{h.grantry, "serve"}, "/readyz"
+		env = append(env[:len(env):len(env)], "GRANTRY_ADDR="+addr, "GRANTRY_DATA_DIR="+filepath.Join(dir, grantryDir))
+	default:
+		return nil, fmt.Errorf("unknown system %q", system)
+	}
+	if pl.serverCPU != "" {
+		// taskset execs the server, so the pid is the server's; the Go runtime of a server
+		// pinned this way starts with GOMAXPROCS=1.
+		argv = append([]string{h.taskset, "-c", pl.serverCPU}, argv...)
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, system+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", system, err)
+	}
+	s := &server{system: system, addr: addr, cmd: cmd, exited: make(chan error, 1), log: logFile}
+	go func() { s.exited <- cmd.Wait() }()
+	if err := s.waitHealthy(ctx, health); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("%s did not come up (its log: %s): %w", system, logFile.Name(), err)
+	}
+	return s, nil
+}
+
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+func (s *server) waitHealthy(ctx context.Context, path string) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := client.Get("http://" + s.addr + path)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-s.exited:
+			s.exited <- err
+			return fmt.Errorf("exited: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("not healthy after 2 minutes")
+		}
+	}
+}
+
+// stop asks the server to shut down, and kills it if it has not within half a minute.
+func (s *server) stop() {
+	defer s.log.Close()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// load runs one load-generator process against s and returns what it measured.
+func (h *harness) load(ctx context.Context, target string, s *server, pl placement, dir string, p params, run int) (loadResult, error) {
+	argv := []string{h.self, "load", "-target", target, "-addr", s.addr, "-key-file", filepath.Join(dir, keyFile),
+		"-conns", strconv.Itoa(h.conns), "-duration", h.duration.String(), "-warmup", h.warmup.String(),
+		"-pid", strconv.Itoa(s.pid()), "-run", strconv.Itoa(run), "-runs", strconv.Itoa(h.runs)}
+	argv = append(argv, p.args()...)
+	if pl.loadCPU != "" {
+		argv = append([]string{h.taskset, "-c", pl.loadCPU}, argv...)
+	}
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return loadResult{}, fmt.Errorf("load %s: %w: %s", target, err, strings.TrimSpace(errOut.String()))
+	}
+	var res loadResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return loadResult{}, fmt.Errorf("load %s printed %q: %w", target, out.String(), err)
+	}
+	return res, nil
+}
+
+// series is the runs of one target on one server process, and that process's memory after them.
+type series struct {
+	system    string // ceiling, opa or grantry
+	target    string // what was asked: a check, or writes
+	placement string
+	runs      []loadResult
+	mem       memory
+}
+
+// measure starts system, measures each target runs times on it, and stops it.
+func (h *harness) measure(ctx context.Context, system string, targets []string, pl placement, dir string, p params) ([]series, error) {
+	s, err := h.start(ctx, system, pl, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	var out []series
+	for _, target := range targets {
+		sr := series{system: system, target: target, placement: pl.name}
+		for run := range h.runs {
+			res, err := h.load(ctx, target, s, pl, dir, p, run)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(h.progress, "  %-8s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors\n",
+				pl.name, target, run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
+				pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors)
+			sr.runs = append(sr.runs, res)
+		}
+		out = append(out, sr)
+	}
+	mem, err := memoryOf(s.pid())
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].mem = mem
+	}
+	return out, nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		name string
+		xs   []float64
+		want float64
+	}{
+		{"none", nil, 0},
+		{"one", []float64{3}, 3},
+		{"odd count, unsorted", []float64{9, 1, 5}, 5},
+		{"even count: mean of the middle two", []float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := median(tc.xs); got != tc.want {
+				t.Errorf("median(%v) = %v, want %v", tc.xs, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 31234: "31,234", 1000000: "1,000,000", -4500: "-4,500"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// result makes a loadResult of n requests in one second.
+func result(n int64, cpuPerReq, p99 time.Duration) loadResult {
+	return loadResult{Requests: n, Elapsed: time.Second, P50: p99 / 2, P99: p99, ServerCPU: time.Duration(n) * cpuPerReq, LoadCPU: 300 * time.Millisecond}
+}
+
+// TestSummarizeTakesEachMetricsMedian checks that one bad run moves no figure of the table.
+func TestSummarizeTakesEachMetricsMedian(t *testing.T) {
+	s := summarize([]loadResult{
+		result(10_000, 100*time.Microsecond, 10*time.Millisecond),
+		result(1_000, 900*time.Microsecond, 90*time.Millisecond), // disturbed
+		result(12_000, 80*time.Microsecond, 8*time.Millisecond),
+	})
+	if s.rps != 10_000 || s.cpu != 100*time.Microsecond || s.p99 != 10*time.Millisecond {
+		t.Errorf("summary = %v req/s, %v/req, p99 %v; want the middle run's 10000, 100µs, 10ms", s.rps, s.cpu, s.p99)
+	}
+}
+
+// TestReportRatios checks the ratio lines against figures worked out by hand.
+func TestReportRatios(t *testing.T) {
+	three := func(r loadResult) []loadResult { return []loadResult{r, r, r} }
+	rep := report{
+		workload: defaultParams(),
+		h:        &harness{conns: 32, runs: 3, duration: time.Second},
+		series: []series{
+			{system: systemCeiling, target: targetCeiling, placement: "unpinned", runs: three(result(30_000, 25*time.Microsecond, 2*time.Millisecond))},
+			{system: systemOPA, target: targetOPA, placement: "unpinned", runs: three(result(10_000, 100*time.Microsecond, 12*time.Millisecond))},
+			{system: systemGrantry, target: targetGrantry, placement: "unpinned", runs: three(result(5_000, 200*time.Microsecond, 24*time.Millisecond))},
+			{system: systemGrantry, target: targetWrites, placement: "unpinned", runs: three(result(6_000, 50*time.Microsecond, 9*time.Millisecond))},
+		},
+	}
+	var out bytes.Buffer
+	rep.write(&out)
+	for _, want := range []string{
+		`Grantry / OPA, req/s\s+0\.50×`,
+		`Grantry / ceiling, req/s\s+0\.17×`,
+		`Grantry / ceiling, CPU µs/req\s+8\.00×`,
+		`Grantry / OPA, p99\s+2\.00×`,
+		`Grantry grant\+revoke, req/s\s+6,000`,
+		`unpinned\s+Grantry can_user_access\s+5,000\s+12\.00ms\s+24\.00ms\s+200\.0`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out.String()) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "WARNING") {
+		t.Errorf("report warns of a disturbed machine, but no run had other CPU:\n%s", out.String())
+	}
+}
+
+// TestReportWarnsOfADisturbedMachine: a run during which other work took half a CPU makes the
+// report say its figures are low.
+func TestReportWarnsOfADisturbedMachine(t *testing.T) {
+	busy := result(5_000, 200*time.Microsecond, 24*time.Millisecond)
+	busy.OtherCPU = 500 * time.Millisecond
+	rep := report{
+		workload: defaultParams(),
+		h:        &harness{conns: 32, runs: 1, duration: time.Second},
+		series:   []series{{system: systemGrantry, target: targetGrantry, placement: "unpinned", runs: []loadResult{busy}}},
+	}
+	var out bytes.Buffer
+	rep.write(&out)
+	if !strings.Contains(out.String(), disturbedWarning) || !regexp.MustCompile(`Grantry can_user_access .* 50% `).MatchString(out.String()) {
+		t.Errorf("report of a disturbed run lacks the other CPU figure or the warning:\n%s", out.String())
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// runCmd is `grantry-bench run`, what `make bench` runs: seed one workload, then for each
+// placement (pinned, unpinned) start the ceiling, OPA's server and Grantry one after another —
+// never two at once, so that none disturbs another's CPU — load each for the given runs, and
+// print one table.
+func runCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var hf harnessFlags
+	if err := hf.register(fs, getenv); err != nil {
+		return err
+	}
+	opa := fs.String("opa", "bin/opa", "the opa binary (go build -o bin/opa github.com/open-policy-agent/opa)")
+	writes := fs.Bool("writes", true, "also measure grant/revoke on Grantry")
+	p := defaultParams()
+	p.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	h, err := hf.newHarness(stderr)
+	if err != nil {
+		return err
+	}
+	if h.opa, err = binary(*opa); err != nil {
+		return err
+	}
+	dir, cleanup, err := hf.workDir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	seeded, err := seedAll(ctx, dir, p, true, stderr)
+	if err != nil {
+		return err
+	}
+	var all []series
+	for i, pl := range h.placements() {
+		grantryTargets := []string{targetGrantry}
+		if *writes && i == 0 {
+			// Writes wait on fsync, not on a CPU, so where the processes run matters little to
+			// them; measured once, they keep `make bench` within five minutes.
+			grantryTargets = append(grantryTargets, targetWrites)
+		}
+		for _, sys := range []struct {
+			system  string
+			targets []string
+		}{
+			{systemCeiling, []string{targetCeiling}},
+			{systemOPA, []string{targetOPA}},
+			{systemGrantry, grantryTargets},
+		} {
+			fmt.Fprintf(stderr, "%s, %s:\n", sys.system, pl.name)
+			s, err := h.measure(ctx, sys.system, sys.targets, pl, dir, p)
+			if err != nil {
+				return err
+			}
+			all = append(all, s...)
+		}
+	}
+	rep := report{
+		machine:  machine(h.opa),
+		workload: p,
+		seeded:   seeded,
+		h:        h,
+		series:   all,
+	}
+	rep.write(stdout)
+	if hf.keep || hf.dir != "" {
+		fmt.Fprintf(stderr, "work folder kept: %s\n", dir)
+	}
+	return nil
+}
+
+// seeding is what seeding took, for the report.
+type seeding struct {
+	took      time.Duration
+	storeSize int64 // grantry.db
+	dataSize  int64 // OPA's data.json
+}
+
+// seedAll draws the workload and writes it into dir for Grantry, and for OPA if withOPA.
+func seedAll(ctx context.Context, dir string, p params, withOPA bool, progress io.Writer) (seeding, error) {
+	fmt.Fprintf(progress, "seeding %d users × %d grants over %d resources into %s\n", p.Users, p.Grants, p.Resources, dir)
+	start := time.Now()
+	w, err := newWorkload(p)
+	if err != nil {
+		return seeding{}, err
+	}
+	if err := seedGrantry(ctx, dir, w); err != nil {
+		return seeding{}, err
+	}
+	if withOPA {
+		if err := seedOPA(dir, w); err != nil {
+			return seeding{}, err
+		}
+	}
+	s := seeding{took: time.Since(start)}
+	if fi, err := os.Stat(filepath.Join(dir, grantryDir, "grantry.db")); err == nil {
+		s.storeSize = fi.Size()
+	}
+	if fi, err := os.Stat(filepath.Join(dir, opaDir, opaDataFile)); err == nil {
+		s.dataSize = fi.Size()
+	}
+	fmt.Fprintf(progress, "seeded in %s\n", s.took.Round(100*time.Millisecond))
+	return s, nil
+}
+
+// machine describes where the benchmark ran, for the report's heading.
+func machine(opa string) string {
+	model := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(raw)) {
+			if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+				model = strings.TrimSpace(value)
+				break
+			}
+		}
+	}
+	desc := model
+	if opa != "" {
+		if out, err := exec.Command(opa, "version").Output(); err == nil {
+			if first, _, _ := strings.Cut(string(out), "\n"); first != "" {
+				desc += "; OPA " + strings.TrimSpace(strings.TrimPrefix(first, "Version:"))
+			}
+		}
+	}
+	return desc
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// scaleCmd is `grantry-bench scale`, what `make bench-large` runs: Grantry's check throughput and
+// memory with a million users × 20 grants, beside the same figures for the 10,000-user workload
+// of `make bench`, measured in the same way in the same invocation.
+func scaleCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var hf harnessFlags
+	if err := hf.register(fs, getenv); err != nil {
+		return err
+	}
+	large := defaultParams()
+	large.Users, large.Grants = 1_000_000, 20
+	fs.IntVar(&large.Users, "users", large.Users, "users of the large workload")
+	fs.IntVar(&large.Grants, "grants", large.Grants, "grants per user of the large workload")
+	fs.Uint64Var(&large.Seed, "seed", large.Seed, "seed of both workloads")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	h, err := hf.newHarness(stderr)
+	if err != nil {
+		return err
+	}
+	dir, cleanup, err := hf.workDir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	base := defaultParams()
+	base.Seed = large.Seed
+	pl := h.placements()[0]
+
+	type result struct {
+		p      params
+		seeded seeding
+		s      series
+	}
+	var results []result
+	for i, p := range []params{base, large} {
+		d := filepath.Join(dir, strconv.Itoa(i))
+		seeded, err := seedAll(ctx, d, p, false, stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "grantry, %s users, %s:\n", thousands(p.Users), pl.name)
+		s, err := h.measure(ctx, systemGrantry, []string{targetGrantry}, pl, d, p)
+		if err != nil {
+			return err
+		}
+		results = append(results, result{p, seeded, s[0]})
+	}
+
+	fmt.Fprintf(stdout, "\nGrantry at scale: can_user_access over HTTP, %s\n", pl.name)
+	fmt.Fprintf(stdout, "%d keep-alive connections; %s warm-up + %s measured; %d runs each, median shown; RSS read after the runs\n\n",
+		h.conns, h.warmup, h.duration, h.runs)
+	const row = "%10s %6s %10s %9s %8s %8s %8s %7s %6s %6s %8s %8s %8s %5s %6s\n"
+	fmt.Fprintf(stdout, row, "users", "grants", "grantry.db", "seeded in", "req/s", "p50", "p99", "µs/req", "server", "other", "VmRSS", "VmHWM", "RssAnon", "wrong", "errors")
+	fmt.Fprintf(stdout, row, "", "", "", "", "", "", "", "srv CPU", "CPU", "CPU", "", "", "", "", "")
+	disturbed := false
+	for _, r := range results {
+		sum := summarize(r.s.runs)
+		fmt.Fprintf(stdout, row, thousands(r.p.Users), strconv.Itoa(r.p.Grants), mib(r.seeded.storeSize),
+			r.seeded.took.Round(time.Second).String(), thousands(int(sum.rps+0.5)), ms(sum.p50), ms(sum.p99),
+			fmt.Sprintf("%.1f", float64(sum.cpu)/float64(time.Microsecond)), pct(sum.serverUtil), pct(sum.otherUtil),
+			mib(r.s.mem.RSS), mib(r.s.mem.HWM), mib(r.s.mem.RSSAnon),
+			strconv.FormatInt(sum.mismatches, 10), strconv.FormatInt(sum.errors, 10))
+		disturbed = disturbed || sum.otherUtil > disturbedAbove
+	}
+	if disturbed {
+		fmt.Fprintln(stdout, disturbedWarning)
+	}
+	b, l := summarize(results[0].s.runs), summarize(results[1].s.runs)
+	fmt.Fprintf(stdout, "\n%s users / %s users, req/s: %.2f×   (issue 8 target ≥ 0.80×)\n", thousands(large.Users), thousands(base.Users), l.rps/b.rps)
+	fmt.Fprintf(stdout, "VmRSS counts the pages of grantry.db that bbolt has mapped and touched; RssAnon is the process's own heap and stacks.\n")
+	if hf.keep || hf.dir != "" {
+		fmt.Fprintf(stderr, "work folder kept: %s\n", dir)
+	}
+	return nil
+}

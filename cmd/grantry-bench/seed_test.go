@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/format"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage/bolt"
+)
+
+// wrapperModules are Grantry's policy, the wrapper and the wrapper's tests, as OPA's server and
+// `opa test` see them.
+func wrapperModules(tb testing.TB) []policy.Module {
+	tb.Helper()
+	var mods []policy.Module
+	for _, m := range policy.Embedded() {
+		if !m.IsTest() {
+			mods = append(mods, m)
+		}
+	}
+	tests, err := os.ReadFile("wrapper_test.rego")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return append(mods, policy.Module{Name: "wrapper.rego", Source: wrapperRego}, policy.Module{Name: "wrapper_test.rego", Source: string(tests)})
+}
+
+// TestWrapperRegoTests runs wrapper_test.rego.
+func TestWrapperRegoTests(t *testing.T) {
+	ran, failures, err := policy.RunTests(t.Context(), wrapperModules(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran < 8 {
+		t.Errorf("ran %d Rego tests, want every test of wrapper_test.rego", ran)
+	}
+	for _, f := range failures {
+		t.Errorf("Rego test %s", f)
+	}
+}
+
+// TestWrapperIsFormatted keeps the wrapper and its tests as `opa fmt` writes them.
+func TestWrapperIsFormatted(t *testing.T) {
+	for _, m := range wrapperModules(t) {
+		formatted, err := format.SourceWithOpts(m.Name, []byte(m.Source), format.Opts{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if diff := cmp.Diff(string(formatted), m.Source); diff != "" {
+			t.Errorf("%s is not opa fmt-clean (-want +got):\n%s", m.Name, diff)
+		}
+	}
+}
+
+// seeded is a small workload written for both Grantry and OPA.
+type seeded struct {
+	w   *workload
+	dir string
+	key string
+}
+
+func seedSmall(tb testing.TB) seeded {
+	tb.Helper()
+	w := mustWorkload(tb, smallParams())
+	dir := tb.TempDir()
+	if err := seedGrantry(tb.Context(), dir, w); err != nil {
+		tb.Fatal(err)
+	}
+	if err := seedOPA(dir, w); err != nil {
+		tb.Fatal(err)
+	}
+	key, err := os.ReadFile(filepath.Join(dir, keyFile))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return seeded{w: w, dir: dir, key: string(key)}
+}
+
+// grantryServer serves Grantry's real router on the seeded store.
+func (s seeded) grantryServer(tb testing.TB) *httptest.Server {
+	tb.Helper()
+	store, err := bolt.Open(tb.Context(), filepath.Join(s.dir, grantryDir, "grantry.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { store.Close(context.Background()) })
+	engine, err := policy.New(tb.Context(), policy.Embedded())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Config{Store: store, Decider: engine}))
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+// TestLoadAgainstGrantry drives Grantry's real router, on a store seeded by seedGrantry, with the
+// load generator's own requests: every check must get the answer the workload knows, and every
+// grant and revoke must succeed. It is the proof that the seeded store, the API key and the
+// requests fit together, so that a `wrong` of 0 in the table means something.
+func TestLoadAgainstGrantry(t *testing.T) {
+	s := seedSmall(t)
+	srv := s.grantryServer(t)
+	tests := []struct {
+		target string
+	}{{targetGrantry}, {targetWrites}}
+	for _, tc := range tests {
+		t.Run(tc.target, func(t *testing.T) {
+			tg, err := newTarget(tc.target, s.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := &generator{target: tg, addr: srv.Listener.Addr().String(), key: s.key, conns: 4}
+			res, err := g.measure(t.Context(), 0, 300*time.Millisecond, 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Requests == 0 || res.Mismatches != 0 || res.Errors != 0 {
+				t.Errorf("%d requests, %d wrong, %d errors (first: %s); want some, all right", res.Requests, res.Mismatches, res.Errors, res.FirstError)
+			}
+		})
+	}
+}
+
+// TestLoadCountsWrongAnswers checks the other side: answers that differ from the workload's are
+// counted as wrong, and failures as errors. A key of another organization makes Grantry answer
+// 401 to every request.
+func TestLoadCountsWrongAnswers(t *testing.T) {
+	s := seedSmall(t)
+	srv := s.grantryServer(t)
+	tests := []struct {
+		name      string
+		key       string
+		flip      bool // expect the opposite of every answer
+		wantWrong bool
+		wantError bool
+	}{
+		{name: "every answer flipped", key: s.key, flip: true, wantWrong: true},
+		{name: "unknown key", key: "gry_unknown", wantError: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := *s.w
+			if tc.flip {
+				w.Checks = make([]pair, len(s.w.Checks))
+				for i, c := range s.w.Checks {
+					c.Granted = !c.Granted
+					w.Checks[i] = c
+				}
+			}
+			tg, err := newTarget(targetGrantry, &w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := &generator{target: tg, addr: srv.Listener.Addr().String(), key: tc.key, conns: 2}
+			res, err := g.measure(t.Context(), 0, 200*time.Millisecond, 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Mismatches > 0 && res.Mismatches == res.Requests; got != tc.wantWrong {
+				t.Errorf("%d of %d answers counted wrong; want all: %v", res.Mismatches, res.Requests, tc.wantWrong)
+			}
+			if got := res.Errors > 0 && res.Requests == 0; got != tc.wantError {
+				t.Errorf("%d errors, %d answers; want only errors: %v", res.Errors, res.Requests, tc.wantError)
+			}
+		})
+	}
+}
+
+// TestOPAAnswersTheWorkload evaluates, in process, what OPA's server is started with (the files
+// seedOPA writes) on the very bodies the load generator sends it, and checks that every answer
+// is the one the load generator expects.
+func TestOPAAnswersTheWorkload(t *testing.T) {
+	s := seedSmall(t)
+	od := filepath.Join(s.dir, opaDir)
+	pq, err := rego.New(
+		rego.Query("data.grantry.bench.allow"),
+		rego.Load([]string{filepath.Join(od, "authz.rego"), filepath.Join(od, "wrapper.rego"), filepath.Join(od, opaDataFile)}, nil),
+	).PrepareForEval(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := newTarget(targetOPA, s.w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := 0
+	for _, c := range s.w.Checks[:500] {
+		x := tg.ask(c, nil)[0]
+		if x.path != opaQueryPath {
+			t.Fatalf("path %s, want %s", x.path, opaQueryPath)
+		}
+		var body struct{ Input map[string]any }
+		if err := json.Unmarshal(x.body, &body); err != nil {
+			t.Fatalf("body %s: %v", x.body, err)
+		}
+		rs, err := pq.Eval(t.Context(), rego.EvalInput(body.Input))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, err := json.Marshal(map[string]any{"result": rs[0].Expressions[0].Value})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(answer) != string(x.want) {
+			t.Fatalf("check %+v: OPA answers %s, the load generator expects %s", c, answer, x.want)
+		}
+		if c.Granted {
+			granted++
+		}
+	}
+	if granted == 0 || granted == 500 {
+		t.Errorf("%d of 500 checks granted; the test needs both answers", granted)
+	}
+}
