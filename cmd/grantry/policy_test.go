@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -155,6 +156,17 @@ func TestServeKeepsAnAuditTrailAndReloadsThePolicy(t *testing.T) {
 	json.Unmarshal(call("GET", "/policy", nil), &current)
 	if decisions.Decisions[0].PolicyRevision != current.Revision {
 		t.Errorf("the allowed decision names revision %s, the running policy is %s", decisions.Decisions[0].PolicyRevision, current.Revision)
+	}
+
+	// The decision log and the reloads are counted on /metrics.
+	metrics := string(call("GET", "/metrics", nil))
+	for _, want := range []string{"grantry_policy_reloads_total 1\n", "grantry_policy_reload_failures_total 1\n", "grantry_decision_log_dropped_total 0\n"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`grantry_decision_log_written_total [1-9]`).MatchString(metrics) {
+		t.Error("/metrics does not count the decisions written")
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)

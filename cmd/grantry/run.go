@@ -106,6 +106,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv := api.New(api.Config{Store: store, Decider: live, Decisions: decisions, Logger: log, AdminToken: cfg.AdminToken,
 		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		Integrations: integrations(cfg.Integrations, sealer)})
+	if err := exposeMetrics(srv, decisions, live); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
