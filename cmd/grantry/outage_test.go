@@ -178,7 +178,9 @@ func TestStoreOutage(t *testing.T) {
 		t.Skip("runs FerretDB")
 	}
 	proxy := newFaultProxy(t, startFerretDB(t))
-	const timeout = 400 * time.Millisecond
+	// Long enough for the set-up's writes (FerretDB takes ~50 ms an update, more on a loaded
+	// machine), short enough to tell a bounded request from the driver's 5 s server selection.
+	const timeout = time.Second
 	base, _, stop := startServer(t, map[string]string{
 		// Several connections, so that a cut meets operations waiting for one (a cleared
 		// pool); the concurrent requests below only read, which FerretDB handles on many.
