@@ -157,23 +157,56 @@ var indexes = map[string][]index{
 // same keys and options is a no-op, so every replica may run it at start-up.
 func (s *Store) ensureIndexes(ctx context.Context) error {
 	for col, idxs := range indexes {
+		// Only the missing ones are created: FerretDB v1 drops the connection when asked to
+		// create an index that exists (MongoDB would do nothing), which would stop a second
+		// process, or a restart, on the same database.
+		existing, err := s.indexNames(ctx, col)
+		if err != nil {
+			return err
+		}
 		models := make([]mongo.IndexModel, 0, len(idxs))
 		for _, idx := range idxs {
+			name := strings.Join(idx.keys, "_")
+			if existing[name] {
+				continue
+			}
 			keys := make(bson.D, 0, len(idx.keys))
 			for _, k := range idx.keys {
 				keys = append(keys, bson.E{Key: k, Value: 1})
 			}
-			opts := options.Index().SetName(strings.Join(idx.keys, "_"))
+			opts := options.Index().SetName(name)
 			if idx.unique {
 				opts.SetUnique(true)
 			}
 			models = append(models, mongo.IndexModel{Keys: keys, Options: opts})
+		}
+		if len(models) == 0 {
+			continue
 		}
 		if _, err := s.db.Collection(col).Indexes().CreateMany(ctx, models); err != nil {
 			return fmt.Errorf("create indexes of %s: %w", col, mapErr(err))
 		}
 	}
 	return nil
+}
+
+// indexNames returns the names of the indexes collection col has.
+func (s *Store) indexNames(ctx context.Context, col string) (map[string]bool, error) {
+	cur, err := s.db.Collection(col).Indexes().List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list indexes of %s: %w", col, mapErr(err))
+	}
+	var specs []struct {
+		Name string `bson:"name"`
+	}
+	if err := cur.All(ctx, &specs); err != nil {
+		return nil, fmt.Errorf("list indexes of %s: %w", col, mapErr(err))
+	}
+	names := make(map[string]bool, len(specs))
+	for _, sp := range specs {
+		names[sp.Name] = true
+	}
+	return names, nil
 }
 
 // mapErr turns a driver error into the storage sentinels, the one place that knows how:
