@@ -46,6 +46,7 @@ type Store interface {
 	EventStore
 	DecisionStore
 	SCIMStore
+	ChangeFeed
 }
 
 // OrgStore keeps organizations and their API keys. These methods are not scoped to an

@@ -1,0 +1,66 @@
+package mongo
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestChangeFeedAcrossStores runs two stores on one database, as two Grantry processes would
+// share a deployment: every organization one of them touches is reported to a watcher on the
+// other within a second. FerretDB offers no change streams, so this exercises the polling
+// that standalone MongoDB deployments rely on too.
+func TestChangeFeedAcrossStores(t *testing.T) {
+	db := dbName(t.Name(), 0)
+	writer, _ := openStore(t, ferretURI, db)
+	watcher, _ := openStore(t, ferretURI, db)
+	if err := writer.Touch(t.Context(), "org-before"); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	reports := make(chan string, 100)
+	done := make(chan error, 1)
+	go func() { done <- watcher.WatchChanges(ctx, func(org string) { reports <- org }) }()
+	time.Sleep(3 * pollInterval) // the watcher's first read is its baseline
+
+	// expect waits for a report of org, within the second the contract allows.
+	expect := func(org string) {
+		t.Helper()
+		deadline := time.After(time.Second)
+		for {
+			select {
+			case got := <-reports:
+				if got == org {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("no report of %s within a second", org)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		store *Store
+		org   string
+	}{{writer, "org-1"}, {writer, "org-2"}, {writer, "org-1"}, {watcher, "org-3"}, {writer, "org-before"}} {
+		if err := tc.store.Touch(t.Context(), tc.org); err != nil {
+			t.Fatal(err)
+		}
+		expect(tc.org)
+	}
+	select {
+	case got := <-reports:
+		t.Errorf("reported %s, which nobody touched since", got)
+	case <-time.After(3 * pollInterval):
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Errorf("WatchChanges ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WatchChanges did not end with its context")
+	}
+}
