@@ -22,6 +22,9 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/healthz", s.healthz)
 	r.GET("/readyz", s.readyz)
 	r.GET("/metrics", s.serveMetrics)
+	r.GET("/openapi.json", s.serveOpenAPI)
+	r.GET("/docs", s.serveDocs)
+	r.GET("/docs/:asset", s.serveDocsAsset)
 
 	a := r.Group("", s.authenticate, s.rateLimit)
 	list := func(path string, h gin.HandlerFunc) {
