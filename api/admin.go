@@ -57,20 +57,26 @@ func (s *Server) listOrgs(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"orgs": out})
 }
 
-// createAPIKey adds a key to an organization; the key is shown only in this response.
+// createAPIKey adds a key to an organization, of the scope the optional body names (admin by
+// default); the key is shown only in this response.
 func (s *Server) createAPIKey(c *gin.Context) {
 	ctx := c.Request.Context()
 	if _, err := s.store.GetOrg(ctx, c.Param("id")); err != nil {
 		s.writeError(c, notFound(err, "Organization not found."))
 		return
 	}
+	scope, err := s.requestedScope(c)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
 	id := uid.New()
-	key, err := issueKey(ctx, s.store, id, c.Param("id"), s.clock())
+	key, err := issueScopedKey(ctx, s.store, id, c.Param("id"), scope, s.clock())
 	if err != nil {
 		s.writeError(c, notFound(err, "Organization not found."))
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"id": id, "api_key": key})
+	c.JSON(http.StatusOK, gin.H{"id": id, "api_key": key, "scope": shownScope(scope)})
 }
 
 // revokeAPIKey deletes a key. This replica refuses it at once; others within keyTTL.

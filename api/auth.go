@@ -35,6 +35,7 @@ func (s *Server) authenticate(c *gin.Context) {
 	}
 	c.Set(ctxOrgID, key.OrgID)
 	c.Set(ctxKeyID, key.ID)
+	c.Set(ctxKeyScope, key.Scope)
 	setActor(c, storage.Actor{Kind: storage.ActorAPIKey, ID: key.ID})
 	c.Next()
 }

@@ -74,6 +74,12 @@ func newValidator() *validator.Validate {
 	}); err != nil {
 		panic(err) // only for a restricted tag name, which "uuid" is not
 	}
+	if err := v.RegisterValidation("rfc3339", func(fl validator.FieldLevel) bool {
+		_, err := parseTime(fl.Field().String())
+		return err == nil
+	}); err != nil {
+		panic(err) // only for a restricted tag name, which "rfc3339" is not
+	}
 	return v
 }
 
@@ -303,6 +309,8 @@ func constraintProblem(fe validator.FieldError, fields map[string]any) Problem {
 		}
 	case "uuid":
 		p.Type, p.Msg = "uuid_parsing", msgUUID
+	case "rfc3339":
+		p.Type, p.Msg = "datetime_parsing", msgDatetime
 	case "oneof":
 		p.Type, p.Msg = "literal_error", literalMsg(strings.Fields(fe.Param()))
 	default:

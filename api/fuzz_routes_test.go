@@ -40,6 +40,19 @@ var fuzzEndpoints = []struct{ method, path string }{
 	{"GET", "/policy"},
 	{"GET", "/audit/decisions?{raw}"},
 	{"GET", "/audit/events/?{raw}"},
+	{"POST", "/provisions/add_to_group"},
+	{"POST", "/provisions/remove_from_group"},
+	{"POST", "/provisions/check_batch"},
+	{"GET", "/provisions/users_with_access?{raw}"},
+	{"GET", "/users/{seg}/access"},
+	{"POST", "/groups/create"},
+	{"POST", "/groups/add_member"},
+	{"POST", "/groups/remove_member"},
+	{"POST", "/groups/remove"},
+	{"GET", "/groups/list"},
+	{"GET", "/api_keys"},
+	{"POST", "/api_keys"},
+	{"DELETE", "/api_keys/{seg}"},
 }
 
 // FuzzAPI sends untrusted bodies, path segments and query values to every route of the real

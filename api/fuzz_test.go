@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -79,6 +80,60 @@ var requestTypes = []struct {
 		r := v.(*vectorDBIntegrationRequest)
 		return firstOf(secret("api_key", r.APIKey), name("environment", r.Environment, false))
 	}},
+	{"grantRequest", func() any { return new(grantRequest) }, func(v any) string {
+		r := v.(*grantRequest)
+		return firstOf(name("user_id", r.UserID, true), uuid("svc_id", r.SvcID), rfc3339("expires_at", r.ExpiresAt))
+	}},
+	{"groupGrantRequest", func() any { return new(groupGrantRequest) }, func(v any) string {
+		r := v.(*groupGrantRequest)
+		return firstOf(name("group_id", r.GroupID, true), uuid("svc_id", r.SvcID), rfc3339("expires_at", r.ExpiresAt))
+	}},
+	{"groupRevokeRequest", func() any { return new(groupRevokeRequest) }, func(v any) string {
+		r := v.(*groupRevokeRequest)
+		return firstOf(name("group_id", r.GroupID, true), uuid("svc_id", r.SvcID))
+	}},
+	{"createGroupRequest", func() any { return new(createGroupRequest) }, func(v any) string {
+		return name("name", v.(*createGroupRequest).Name, true)
+	}},
+	{"groupMemberRequest", func() any { return new(groupMemberRequest) }, func(v any) string {
+		r := v.(*groupMemberRequest)
+		return firstOf(name("group_id", r.GroupID, true), name("user_id", r.UserID, true))
+	}},
+	{"groupRequest", func() any { return new(groupRequest) }, func(v any) string {
+		return name("group_id", v.(*groupRequest).GroupID, true)
+	}},
+	{"batchRequest", func() any { return new(batchRequest) }, func(v any) string {
+		r := v.(*batchRequest)
+		if len(r.Checks) < 1 || len(r.Checks) > 1000 {
+			return "checks must hold 1 to 1000 items"
+		}
+		var problems []string
+		for _, ch := range r.Checks {
+			problems = append(problems, name("checks[].user_id", ch.UserID, true), uuid("checks[].svc_id", ch.SvcID))
+			if ch.CorrelationID != nil {
+				problems = append(problems, text("checks[].correlation_id", *ch.CorrelationID, maxName))
+			}
+		}
+		return firstOf(problems...)
+	}},
+	{"apiKeyRequest", func() any { return new(apiKeyRequest) }, func(v any) string {
+		r := v.(*apiKeyRequest)
+		if r.Scope != nil && *r.Scope != "admin" && *r.Scope != "manage" && *r.Scope != "check" {
+			return "scope is none of admin, manage and check"
+		}
+		return ""
+	}},
+}
+
+// rfc3339 checks an optional time: absent, or an RFC 3339 date-time with its offset.
+func rfc3339(field string, s *string) string {
+	if s == nil {
+		return ""
+	}
+	if _, err := time.Parse(time.RFC3339, *s); err != nil {
+		return field + " is not an RFC 3339 time"
+	}
+	return ""
 }
 
 // secret checks a third-party key: required, and at most 4096 characters.
@@ -121,7 +176,8 @@ func firstOf(problems ...string) string {
 
 // problemTypes are the only 422 types CONTRACT.md and the README name.
 var problemTypes = []string{"missing", "string_type", "uuid_parsing", "list_type", "string_too_short",
-	"string_too_long", "too_short", "too_long", "json_invalid", "model_attributes_type", "bool_type", "int_type"}
+	"string_too_long", "too_short", "too_long", "json_invalid", "model_attributes_type", "bool_type", "int_type",
+	"datetime_parsing", "literal_error"}
 
 // FuzzDecodeRequests feeds untrusted bytes to the decoder of every request type, the first byte
 // choosing which: it must never panic, must accept only values that keep the type's contract,
@@ -143,6 +199,17 @@ func FuzzDecodeRequests(f *testing.F) {
 		"createOrgRequest":           {`{"name":"acme"}`, `{"name":"\u0000"}`},
 		"modelIntegrationRequest":    {`{"provider_key":"sk-test"}`, `{"provider_key":""}`, `{"provider_key":null}`},
 		"vectorDBIntegrationRequest": {`{"api_key":"pc-test","environment":"us-east-1"}`, `{"api_key":"k","environment":7}`},
+		"grantRequest": {`{"user_id":"u","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01","expires_at":"2030-01-02T03:04:05Z"}`,
+			`{"user_id":"u","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01","expires_at":"2030-01-02"}`, `{"user_id":"u","expires_at":7}`},
+		"groupGrantRequest": {`{"group_id":"g","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01","expires_at":"2030-01-02T03:04:05.5+01:00"}`,
+			`{"group_id":"","svc_id":"x","expires_at":null}`},
+		"groupRevokeRequest": {`{"group_id":"g","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"}`, `{"group_id":1}`},
+		"createGroupRequest": {`{"name":"Engineering"}`, `{"name":""}`},
+		"groupMemberRequest": {`{"group_id":"g","user_id":"u"}`, `{"group_id":"g","user_id":["u"]}`},
+		"groupRequest":       {`{"group_id":"g"}`, `{"group_id":null}`},
+		"batchRequest": {`{"checks":[{"user_id":"u","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01","correlation_id":"c1"}]}`,
+			`{"checks":[{"user_id":"u","svc_id":"x","correlation_id":7},1,{}]}`, `{"checks":[]}`},
+		"apiKeyRequest": {`{"scope":"check"}`, `{"scope":"root"}`, `{"scope":null}`},
 	}
 	for i, rt := range requestTypes {
 		for _, s := range append(seeds[rt.name], ``, `{}`, `[]`, `null`, `{"a":`, `{} {}`) {

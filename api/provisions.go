@@ -14,6 +14,14 @@ type accessRequest struct {
 	SvcID  string `json:"svc_id" validate:"required,uuid"`
 }
 
+// grantRequest is add_to_user's body: accessRequest with an optional expiry, declared last
+// (expiresAt relies on it).
+type grantRequest struct {
+	UserID    string  `json:"user_id" validate:"required,max=256"`
+	SvcID     string  `json:"svc_id" validate:"required,uuid"`
+	ExpiresAt *string `json:"expires_at" validate:"omitnil,rfc3339"`
+}
+
 type accessAllRequest struct {
 	UserID string   `json:"user_id" validate:"required,max=256"`
 	Tags   []string `json:"tags" validate:"required,min=1,max=1000,dive,uuid"`
@@ -62,16 +70,18 @@ func (s *Server) canUserAccessAll(c *gin.Context) {
 	c.JSON(http.StatusOK, allowed)
 }
 
-// addToUser grants a resource to a user; granting again changes nothing.
+// addToUser grants a resource to a user, until expires_at if given. Granting again keeps the
+// grant and gives it the expiry of the latest call (none: for good).
 func (s *Server) addToUser(c *gin.Context) {
-	var req accessRequest
-	if err := s.bindJSON(c, &req); err != nil {
+	var req grantRequest
+	err := s.bindJSON(c, &req)
+	expires, err := s.expiresAt(err, req.ExpiresAt)
+	if err != nil {
 		s.writeError(c, err)
 		return
 	}
 	ctx, org, id := c.Request.Context(), orgID(c), canonicalID(req.SvcID)
-	_, err := s.store.GetUser(ctx, org, req.UserID)
-	if err != nil {
+	if _, err := s.store.GetUser(ctx, org, req.UserID); err != nil {
 		s.writeError(c, notFound(err, errUserNotFound.Detail))
 		return
 	}
@@ -79,7 +89,8 @@ func (s *Server) addToUser(c *gin.Context) {
 		s.writeError(c, notFound(err, errResourceNotFound.Detail))
 		return
 	}
-	if err := s.store.Grant(ctx, storage.Grant{OrgID: org, UserID: req.UserID, ResourceID: id, CreatedAt: s.clock()}); err != nil {
+	g := storage.Grant{OrgID: org, UserID: req.UserID, ResourceID: id, CreatedAt: s.clock(), ExpiresAt: expires}
+	if err := s.store.Grant(ctx, g); err != nil {
 		s.writeError(c, err)
 		return
 	}

@@ -26,7 +26,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/docs", s.serveDocs)
 	r.GET("/docs/:asset", s.serveDocsAsset)
 
-	a := r.Group("", s.authenticate, s.rateLimit)
+	a := r.Group("", s.authenticate, s.rateLimit, s.authorize)
 	list := func(path string, h gin.HandlerFunc) {
 		a.GET(path, h)
 		a.GET(path+"/", h)
@@ -62,6 +62,7 @@ func (s *Server) routes() *gin.Engine {
 	list("/auth_integration/list", s.listAuthIntegrations)
 	a.POST("/users/import", s.importUsers)
 	list("/users/list", s.listUsers)
+	s.accessRoutes(a)
 
 	s.scimRoutes(r)
 

@@ -110,8 +110,9 @@ func (s *Server) listUsers(c *gin.Context) {
 		names[r.ID] = r.Name
 	}
 	refs := map[string][]resourceRef{}
+	now := s.now()
 	for _, g := range grants {
-		if name, ok := names[g.ResourceID]; ok {
+		if name, ok := names[g.ResourceID]; ok && !storage.Expired(g.ExpiresAt, now) {
 			refs[g.UserID] = append(refs[g.UserID], resourceRef{ID: g.ResourceID, Name: name})
 		}
 	}

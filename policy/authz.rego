@@ -6,11 +6,15 @@
 #   input.user             the user; absent when the organization has no user with that id
 #     .id                  the user's id
 #     .active              false once the identity provider has deactivated the user
-#     .resource_list       the user's grants, keyed by resource id so that a grant is found in
-#                          constant time: {"<id>": {"name": "..."}}
+#     .resource_list       the user's own grants, keyed by resource id so that a grant is found
+#                          in constant time: {"<id>": {"name": "...", "expires_at": <ns>}},
+#                          expires_at absent for a grant that never expires
+#     .groups              the groups the user is a member of, keyed by group id:
+#                          {"<id>": {"name": "...", "resource_list": {<as the user's>}}}
 #   input.resource_ids     the resource ids the caller asked about, as sent
 #   input.resources        those of them that exist in the organization, keyed by id:
 #                          {"<id>": {"kind": "model" | "function" | "dataset", "name": "..."}}
+#   input.now              the time of the request, in Unix nanoseconds, as expires_at is
 #
 # Grantry queries allow for POST /provisions/can_user_access (one resource) and allow_all for
 # POST /provisions/can_user_access_all (several). A result that is undefined, not the boolean
@@ -40,18 +44,51 @@ allow_all if {
 }
 
 # A resource is permitted to a user who exists and is active, when the resource still exists in
-# the organization and the user holds a grant on it. A grant that outlived its resource, or a
-# user who was deactivated, never allows anything.
+# the organization and the user holds a live grant on it. A grant that outlived its resource, or
+# a user who was deactivated, never allows anything.
 permitted(id) if {
 	input.user.active == true
 	input.resources[id]
-	input.user.resource_list[id]
+	holds(id)
 }
+
+# The user holds a live grant on the resource: one of their own, or one of any group they are
+# a member of.
+holds(id) if live(input.user.resource_list[id])
+
+holds(id) if {
+	some group in input.user.groups
+	live(group.resource_list[id])
+}
+
+# The user has a grant on the resource, live or expired, of their own or through a group.
+held(id) if input.user.resource_list[id]
+
+held(id) if {
+	some group in input.user.groups
+	group.resource_list[id]
+}
+
+# A grant is live if it never expires, or expires after the time of the request. Without
+# input.now no expiring grant is live: the policy fails closed.
+live(grant) if not grant.expires_at
+
+live(grant) if grant.expires_at > input.now
 
 # reasons explains a decision, for POST /provisions/explain and for people reading the policy:
 # "granted" when the user may use every resource asked about, and otherwise every cause of
 # the deny. It never decides anything: allow and allow_all do not read it.
 reasons contains "granted" if allow_all
+
+# An allowed decision names every group through which the user may use a resource asked about,
+# so that a reader can tell where access comes from; a grant of the user's own adds nothing to
+# "granted".
+reasons contains sprintf("granted via group %s", [group.name]) if {
+	allow_all
+	some id in input.resource_ids
+	some group in input.user.groups
+	live(group.resource_list[id])
+}
 
 reasons contains "no resource asked about" if count(input.resource_ids) == 0
 
@@ -69,10 +106,21 @@ reasons contains "unknown resource" if {
 	not input.resources[id]
 }
 
-# The user and the resource exist, but the user holds no grant on it.
+# The user and the resource exist, but the user holds no grant on it, of their own or through
+# a group.
 reasons contains "not granted" if {
 	input.user
 	some id in input.resource_ids
 	input.resources[id]
-	not input.user.resource_list[id]
+	not held(id)
+}
+
+# The user and the resource exist and the user held a grant on it, but every such grant has
+# expired (and waits for the clean-up to remove it).
+reasons contains "expired" if {
+	input.user
+	some id in input.resource_ids
+	input.resources[id]
+	held(id)
+	not holds(id)
 }

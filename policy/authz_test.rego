@@ -207,3 +207,132 @@ test_reasons_agree_with_allow_all if {
 		granted == allowed
 	}
 }
+
+# Groups and expiry. Times are Unix nanoseconds, as Grantry sends them.
+
+now := 1795000000000000000
+
+earlier := now - 1
+
+later := now + 1
+
+engineering := {"name": "Engineering", "resource_list": {function: {"name": "search"}}}
+
+# bob holds nothing of his own; he may use the function through his group.
+bob := {"id": "bob", "active": true, "resource_list": {}, "groups": {"g-eng": engineering}}
+
+# alice_until returns alice whose grant on the model expires at t.
+alice_until(t) := object.union(alice, {"resource_list": {model: {"name": "gpt-4o", "expires_at": t}}})
+
+# member_until returns bob whose group's grant on the function expires at t.
+member_until(t) := object.union(bob, {"groups": {"g-eng": {"name": "Engineering", "resource_list": {function: {"name": "search", "expires_at": t}}}}})
+
+test_allow_through_a_group if {
+	authz.allow with input as {"user": bob, "resource_ids": [function], "resources": resources}
+}
+
+test_allow_denies_what_no_group_holds if {
+	not authz.allow with input as {"user": bob, "resource_ids": [model], "resources": resources}
+}
+
+test_allow_denies_inactive_member if {
+	not authz.allow with input as {
+		"user": object.union(bob, {"active": false}),
+		"resource_ids": [function],
+		"resources": resources,
+	}
+}
+
+test_allow_all_own_and_group_grants_together if {
+	authz.allow_all with input as {
+		"user": object.union(alice, {"groups": {"g-eng": engineering}}),
+		"resource_ids": [model, function],
+		"resources": resources,
+	}
+	not authz.allow_all with input as {"user": bob, "resource_ids": [model, function], "resources": resources}
+}
+
+test_allow_own_grant_until_it_expires if {
+	authz.allow with input as {"user": alice_until(later), "resource_ids": [model], "resources": resources, "now": now}
+	not authz.allow with input as {"user": alice_until(now), "resource_ids": [model], "resources": resources, "now": now}
+	not authz.allow with input as {"user": alice_until(earlier), "resource_ids": [model], "resources": resources, "now": now}
+}
+
+test_allow_group_grant_until_it_expires if {
+	authz.allow with input as {"user": member_until(later), "resource_ids": [function], "resources": resources, "now": now}
+	not authz.allow with input as {"user": member_until(now), "resource_ids": [function], "resources": resources, "now": now}
+}
+
+# Without the time of the request, an expiring grant cannot be shown live: fail closed. A grant
+# that never expires needs no time.
+test_allow_denies_expiring_grant_without_now if {
+	not authz.allow with input as {"user": alice_until(later), "resource_ids": [model], "resources": resources}
+	authz.allow with input as {"user": alice, "resource_ids": [model], "resources": resources}
+}
+
+test_allow_expired_own_grant_but_live_group_grant if {
+	user := object.union(alice_until(earlier), {"groups": {"g-x": {"name": "X", "resource_list": {model: {"name": "gpt-4o"}}}}})
+	authz.allow with input as {"user": user, "resource_ids": [model], "resources": resources, "now": now}
+}
+
+test_live_grants if {
+	authz.live({"name": "n"}) with input as {}
+	authz.live({"name": "n", "expires_at": later}) with input as {"now": now}
+	not authz.live({"name": "n", "expires_at": now}) with input as {"now": now}
+	not authz.live({"name": "n", "expires_at": later}) with input as {}
+}
+
+test_holds_and_held if {
+	authz.holds(function) with input as {"user": bob}
+	authz.held(function) with input as {"user": bob}
+	not authz.holds(model) with input as {"user": bob}
+	not authz.held(model) with input as {"user": bob}
+	not authz.holds(function) with input as {"user": member_until(earlier), "now": now}
+	authz.held(function) with input as {"user": member_until(earlier), "now": now}
+}
+
+test_reasons_granted_via_group if {
+	authz.reasons == {"granted", "granted via group Engineering"} with input as {"user": bob, "resource_ids": [function], "resources": resources}
+	authz.reasons == {"granted", "granted via group Engineering"} with input as {
+		"user": object.union(alice, {"groups": {"g-eng": engineering}}),
+		"resource_ids": [model, function],
+		"resources": resources,
+	}
+}
+
+# A group whose grant has expired is not named, though another route still allows.
+test_reasons_names_only_live_groups if {
+	user := object.union(member_until(earlier), {"resource_list": {function: {"name": "search"}}})
+	authz.reasons == {"granted"} with input as {"user": user, "resource_ids": [function], "resources": resources, "now": now}
+}
+
+# A deny names no group, even one that grants part of what was asked.
+test_reasons_no_group_named_when_denied if {
+	authz.reasons == {"not granted"} with input as {"user": bob, "resource_ids": [function, model], "resources": resources}
+}
+
+test_reasons_expired if {
+	authz.reasons == {"expired"} with input as {"user": alice_until(earlier), "resource_ids": [model], "resources": resources, "now": now}
+	authz.reasons == {"expired"} with input as {"user": member_until(now), "resource_ids": [function], "resources": resources, "now": now}
+	authz.reasons == {"expired", "not granted"} with input as {
+		"user": alice_until(earlier),
+		"resource_ids": [model, function],
+		"resources": resources,
+		"now": now,
+	}
+}
+
+test_reasons_expiry_and_groups_agree_with_allow_all if {
+	inputs := [
+		{"user": bob, "resource_ids": [function], "resources": resources},
+		{"user": bob, "resource_ids": [model, function], "resources": resources},
+		{"user": alice_until(later), "resource_ids": [model], "resources": resources, "now": now},
+		{"user": alice_until(earlier), "resource_ids": [model], "resources": resources, "now": now},
+		{"user": member_until(later), "resource_ids": [function], "resources": resources},
+	]
+	every x in inputs {
+		granted := "granted" in authz.reasons with input as x
+		allowed := authz.allow_all with input as x
+		granted == allowed
+	}
+}

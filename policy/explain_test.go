@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -12,8 +13,11 @@ import (
 func TestExplain(t *testing.T) {
 	const res, other = "r-model", "r-other"
 	resources := map[string]Resource{res: {Kind: "model", Name: "gpt"}, other: {Kind: "model", Name: "llama"}}
-	granted := &User{ID: "u", Active: true, Grants: map[string]string{res: "gpt"}}
-	inactive := &User{ID: "u", Active: false, Grants: map[string]string{res: "gpt"}}
+	granted := &User{ID: "u", Active: true, Grants: map[string]Grant{res: {Name: "gpt"}}}
+	inactive := &User{ID: "u", Active: false, Grants: map[string]Grant{res: {Name: "gpt"}}}
+	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	expired := &User{ID: "u", Active: true, Grants: map[string]Grant{res: {Name: "gpt", ExpiresAt: now}}}
+	member := &User{ID: "u", Active: true, Groups: map[string]Group{"g-1": {Name: "Engineering", Grants: map[string]Grant{res: {Name: "gpt", ExpiresAt: now.Add(time.Nanosecond)}}}}}
 	tests := []struct {
 		name        string
 		in          Input
@@ -27,6 +31,9 @@ func TestExplain(t *testing.T) {
 		{"grant outlived its resource", Input{User: granted, ResourceIDs: []string{res}, Resources: map[string]Resource{}}, false, []string{"unknown resource"}},
 		{"not granted", Input{User: granted, ResourceIDs: []string{other}, Resources: resources}, false, []string{"not granted"}},
 		{"inactive and not granted", Input{User: inactive, ResourceIDs: []string{other}, Resources: resources}, false, []string{"inactive user", "not granted"}},
+		{"expired", Input{User: expired, ResourceIDs: []string{res}, Resources: resources, Now: now}, false, []string{"expired"}},
+		{"granted via a group", Input{User: member, ResourceIDs: []string{res}, Resources: resources, Now: now}, true, []string{"granted", "granted via group Engineering"}},
+		{"group grant expired", Input{User: member, ResourceIDs: []string{res}, Resources: resources, Now: now.Add(time.Nanosecond)}, false, []string{"expired"}},
 	}
 	e := mustEngine(t, Embedded())
 	for _, tc := range tests {

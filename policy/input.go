@@ -1,6 +1,13 @@
 package policy
 
-import "github.com/open-policy-agent/opa/v1/ast"
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+)
 
 // Input is what one decision reads; authz.rego documents its shape. The caller fills it from
 // the store, scoped to the caller's organization.
@@ -11,14 +18,36 @@ type Input struct {
 	ResourceIDs []string
 	// Resources holds those of ResourceIDs that exist in the organization.
 	Resources map[string]Resource
+	// Now is the time of the request, input.now: a grant allows only while its expiry is
+	// after it. The zero time leaves input.now out, so that no expiring grant allows.
+	Now time.Time
 }
 
-// User is the part of a user the policy reads.
+// User is the part of a user the policy reads. It depends on the store alone, never on the
+// time of a request, so that it can be built once and used for many decisions.
 type User struct {
 	ID     string
 	Active bool
-	// Grants maps the id of every resource granted to the user to its name.
-	Grants map[string]string
+	// Grants maps the id of every resource granted to the user directly to the grant.
+	Grants map[string]Grant
+	// Groups maps the id of every group the user is a member of to the group, with the
+	// group's grants.
+	Groups map[string]Group
+}
+
+// Grant is one grant of a resource, to a user or to a group, as the policy reads it.
+type Grant struct {
+	// Name is the name of the resource granted.
+	Name string
+	// ExpiresAt is when the grant stops allowing; zero means never.
+	ExpiresAt time.Time
+}
+
+// Group is a group of users as the policy reads it.
+type Group struct {
+	Name string
+	// Grants maps the id of every resource granted to the group to the grant.
+	Grants map[string]Grant
 }
 
 // Resource is the part of a registered resource the policy reads.
@@ -45,16 +74,57 @@ func (in Input) value() ast.Value {
 		ast.Item(ast.StringTerm("resource_ids"), ast.ArrayTerm(ids...)),
 		ast.Item(ast.StringTerm("resources"), ast.NewTerm(resources)),
 	)
+	if !in.Now.IsZero() {
+		obj.Insert(ast.StringTerm("now"), nanosTerm(in.Now))
+	}
 	if u := in.User; u != nil {
-		grants := ast.NewObject()
-		for id, name := range u.Grants {
-			grants.Insert(ast.StringTerm(id), ast.ObjectTerm(ast.Item(ast.StringTerm("name"), ast.StringTerm(name))))
+		groups := ast.NewObject()
+		for id, g := range u.Groups {
+			groups.Insert(ast.StringTerm(id), ast.ObjectTerm(
+				ast.Item(ast.StringTerm("name"), ast.StringTerm(g.Name)),
+				ast.Item(ast.StringTerm("resource_list"), grantsTerm(g.Grants)),
+			))
 		}
 		obj.Insert(ast.StringTerm("user"), ast.ObjectTerm(
 			ast.Item(ast.StringTerm("id"), ast.StringTerm(u.ID)),
 			ast.Item(ast.StringTerm("active"), ast.BooleanTerm(u.Active)),
-			ast.Item(ast.StringTerm("resource_list"), ast.NewTerm(grants)),
+			ast.Item(ast.StringTerm("resource_list"), grantsTerm(u.Grants)),
+			ast.Item(ast.StringTerm("groups"), ast.NewTerm(groups)),
 		))
 	}
 	return obj
+}
+
+// grantsTerm is a resource_list: {"<id>": {"name": "...", "expires_at": <ns>}}, without
+// expires_at for a grant that never expires.
+func grantsTerm(grants map[string]Grant) *ast.Term {
+	list := ast.NewObject()
+	for id, g := range grants {
+		grant := ast.NewObject(ast.Item(ast.StringTerm("name"), ast.StringTerm(g.Name)))
+		if !g.ExpiresAt.IsZero() {
+			grant.Insert(ast.StringTerm("expires_at"), nanosTerm(g.ExpiresAt))
+		}
+		list.Insert(ast.StringTerm(id), ast.NewTerm(grant))
+	}
+	return ast.NewTerm(list)
+}
+
+// The times Unix nanoseconds can hold in an int64: from 1677 to 2262.
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
+
+// nanosTerm is t in Unix nanoseconds, so that Rego compares times as numbers. A time beyond
+// what an int64 holds (an expiry in the year 9999) is held at the nearest bound, which keeps
+// every comparison with a request time right.
+func nanosTerm(t time.Time) *ast.Term {
+	n := t.UnixNano()
+	switch {
+	case t.Before(minNanos):
+		n = math.MinInt64
+	case t.After(maxNanos):
+		n = math.MaxInt64
+	}
+	return ast.NumberTerm(json.Number(strconv.FormatInt(n, 10)))
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -28,16 +29,34 @@ func TestRegoUnitTests(t *testing.T) {
 	}
 }
 
-// TestDecisions checks the shipped policy against the decision table in testdata.
+// TestDecisions checks the shipped policy against the decision table in testdata. A user's
+// grants name each resource granted; "expires" gives the expiry of those that expire; groups
+// hold grants in the same shape; "now" is the time of the request.
 func TestDecisions(t *testing.T) {
+	type jsonGrants struct {
+		Grants  map[string]string    `json:"grants"`
+		Expires map[string]time.Time `json:"expires"`
+	}
+	grantsOf := func(g jsonGrants) map[string]Grant {
+		out := make(map[string]Grant, len(g.Grants))
+		for id, name := range g.Grants {
+			out[id] = Grant{Name: name, ExpiresAt: g.Expires[id]}
+		}
+		return out
+	}
 	type jsonInput struct {
 		User *struct {
-			ID     string            `json:"id"`
-			Active bool              `json:"active"`
-			Grants map[string]string `json:"grants"`
+			ID     string `json:"id"`
+			Active bool   `json:"active"`
+			jsonGrants
+			Groups map[string]struct {
+				Name string `json:"name"`
+				jsonGrants
+			} `json:"groups"`
 		} `json:"user"`
 		ResourceIDs []string            `json:"resource_ids"`
 		Resources   map[string]Resource `json:"resources"`
+		Now         time.Time           `json:"now"`
 	}
 	var cases []struct {
 		Name     string    `json:"name"`
@@ -56,9 +75,12 @@ func TestDecisions(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
-			in := Input{ResourceIDs: tc.Input.ResourceIDs, Resources: tc.Input.Resources}
+			in := Input{ResourceIDs: tc.Input.ResourceIDs, Resources: tc.Input.Resources, Now: tc.Input.Now}
 			if u := tc.Input.User; u != nil {
-				in.User = &User{ID: u.ID, Active: u.Active, Grants: u.Grants}
+				in.User = &User{ID: u.ID, Active: u.Active, Grants: grantsOf(u.jsonGrants), Groups: map[string]Group{}}
+				for id, g := range u.Groups {
+					in.User.Groups[id] = Group{Name: g.Name, Grants: grantsOf(g.jsonGrants)}
+				}
 			}
 			allow, err := e.Allow(ctx, in)
 			if err != nil || allow != tc.Allow {
@@ -107,7 +129,7 @@ func TestFailsClosed(t *testing.T) {
 		{"set result", "allow contains 1 if { true }\nallow_all contains 1 if { true }", false},
 		{"runtime error", "allow if { 1 / 0 }\nallow_all if { to_number(\"x\") }", true},
 	}
-	in := Input{User: &User{ID: "u", Active: true, Grants: map[string]string{"r": "n"}}, ResourceIDs: []string{"r"},
+	in := Input{User: &User{ID: "u", Active: true, Grants: map[string]Grant{"r": {Name: "n"}}}, ResourceIDs: []string{"r"},
 		Resources: map[string]Resource{"r": {Kind: "model", Name: "n"}}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,9 +227,9 @@ func mustEngine(tb testing.TB, mods []Module) *Engine {
 }
 
 func benchInput(grants int) Input {
-	u := &User{ID: "u", Active: true, Grants: make(map[string]string, grants)}
+	u := &User{ID: "u", Active: true, Grants: make(map[string]Grant, grants)}
 	for i := range grants {
-		u.Grants[fmt.Sprintf("r%05d", i)] = "name"
+		u.Grants[fmt.Sprintf("r%05d", i)] = Grant{Name: "name"}
 	}
 	return Input{User: u, ResourceIDs: []string{"r00007"}, Resources: map[string]Resource{"r00007": {Kind: "model", Name: "name"}}}
 }

@@ -47,6 +47,8 @@ type Store interface {
 	DecisionStore
 	SCIMStore
 	ChangeFeed
+	AccessStore
+	APIKeyLister
 }
 
 // OrgStore keeps organizations and their API keys. These methods are not scoped to an
@@ -125,9 +127,9 @@ type UserStore interface {
 
 // GrantStore keeps which user may use which resource.
 type GrantStore interface {
-	// Grant records that g.UserID may use g.ResourceID. Granting again changes nothing (the first
-	// CreatedAt is kept). It returns ErrNotFound if the user or the resource does not exist in
-	// g.OrgID.
+	// Grant records that g.UserID may use g.ResourceID until g.ExpiresAt (zero: for good).
+	// Granting again keeps the first CreatedAt and replaces ExpiresAt with g.ExpiresAt. It
+	// returns ErrNotFound if the user or the resource does not exist in g.OrgID.
 	Grant(ctx context.Context, g Grant) error
 	// Revoke removes the grant if there is one; revoking what is not granted is not an error.
 	// It returns ErrNotFound if the user does not exist in the organization.
@@ -234,4 +236,6 @@ type Grant struct {
 	UserID     string
 	ResourceID string
 	CreatedAt  time.Time
+	// ExpiresAt is when the grant stops allowing; zero means never (see AccessStore).
+	ExpiresAt time.Time
 }

@@ -24,17 +24,18 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		base = "http://" + config.FromEnv(getenv).Addr
 	}
 	fs.StringVar(&base, "url", base, "base URL of the Grantry service (GRANTRY_URL; default from GRANTRY_ADDR)")
+	scope := fs.String("scope", "", "scope of the key apikey create makes: admin (the default), manage or check")
 	if len(args) < 2 {
 		return errors.New(usage)
 	}
-	if err := fs.Parse(args[2:]); err != nil {
+	rest, err := parseInterspersed(fs, args[2:])
+	if err != nil {
 		return err
 	}
 	token := getenv("GRANTRY_ADMIN_TOKEN")
 	if token == "" {
 		return errors.New("set GRANTRY_ADMIN_TOKEN to the admin token of the service")
 	}
-	rest := fs.Args()
 	var method, path string
 	var body any
 	switch cmd := args[0] + " " + args[1]; {
@@ -44,6 +45,9 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		method, path = http.MethodGet, "/admin/orgs"
 	case cmd == "apikey create" && len(rest) == 1:
 		method, path = http.MethodPost, "/admin/orgs/"+url.PathEscape(rest[0])+"/api_keys"
+		if *scope != "" {
+			body = map[string]string{"scope": *scope}
+		}
 	case cmd == "apikey revoke" && len(rest) == 1:
 		method, path = http.MethodDelete, "/admin/api_keys/"+url.PathEscape(rest[0])
 	default:

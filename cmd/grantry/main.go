@@ -3,7 +3,7 @@
 //	grantry serve                      start the service (settings: GRANTRY_* variables, flags)
 //	grantry org create NAME            create an organization and its first API key
 //	grantry org list                   list organizations
-//	grantry apikey create ORG_ID       add an API key to an organization
+//	grantry apikey create ORG_ID       add an API key to an organization (--scope admin|manage|check)
 //	grantry apikey revoke KEY_ID       revoke an API key
 //	grantry policy test DIR            run the Rego tests of a policy folder; fail if any fails
 package main

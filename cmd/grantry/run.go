@@ -25,7 +25,8 @@ const usage = `usage:
   grantry serve [flags]              start the service
   grantry org create NAME            create an organization and its first API key
   grantry org list                   list organizations
-  grantry apikey create ORG_ID       add an API key to an organization
+  grantry apikey create ORG_ID [--scope admin|manage|check]
+                                     add an API key to an organization (default scope: admin)
   grantry apikey revoke KEY_ID       revoke an API key
   grantry secrets rotate             re-seal every stored third-party secret under GRANTRY_SECRET_KEY
   grantry healthcheck                exit 0 if the service at GRANTRY_ADDR answers /healthz
@@ -91,6 +92,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	cs.add("store", store.Close)
 	store = audit.New(store, time.Now, log)
 	decisions := startDecisionLog(ctx, store, cfg.DecisionLogDays, log, cs)
+	startGrantCleanup(ctx, store, log, cs)
 	live := policy.NewLive(engine)
 	cs.add("policy watcher", watchPolicy(ctx, live, cfg.PolicyDir, log))
 

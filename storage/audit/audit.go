@@ -277,16 +277,14 @@ func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
 	return err
 }
 
-// GrantChanged is Grant, and reports whether the grant was new.
+// GrantChanged is Grant, and reports whether the grant was new. It records what SetGrant
+// records, since granting again may change the grant's expiry (access.go).
 func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
-	created, err := s.Store.GrantChanged(ctx, g)
-	if err != nil || !created {
-		return created, err
+	prev, err := s.Store.SetGrant(ctx, g)
+	if err != nil {
+		return false, err
 	}
-	return true, s.record(ctx, storage.Event{
-		OrgID: g.OrgID, Action: ActionGrantCreated, TargetKind: "user", TargetID: g.UserID, UserID: g.UserID, SvcID: g.ResourceID,
-		After: grantSnapshot(g.UserID, g.ResourceID, g.CreatedAt),
-	})
+	return prev == nil, s.recordSetGrant(ctx, g, prev)
 }
 
 // Revoke revokes the grant and records grant.revoked if there was one.
@@ -303,7 +301,7 @@ func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID str
 	}
 	return true, s.record(ctx, storage.Event{
 		OrgID: orgID, Action: ActionGrantRevoked, TargetKind: "user", TargetID: userID, UserID: userID, SvcID: resourceID,
-		Before: grantSnapshot(userID, resourceID, time.Time{}),
+		Before: grantSnapshot(userID, resourceID, time.Time{}, time.Time{}),
 	})
 }
 
@@ -365,16 +363,15 @@ func userSnapshot(u storage.User) json.RawMessage {
 	}{u.ID, u.Email, u.First, u.Last, u.Active, u.IntegrationID, u.IntegrationName, u.ExternalID, timestamp(u.ImportedAt), timestamp(u.ModifiedAt)})
 }
 
-// grantSnapshot leaves created_at out when it is not known (a revoked grant).
-func grantSnapshot(userID, resourceID string, created time.Time) json.RawMessage {
+// grantSnapshot leaves created_at out when it is not known (a revoked grant), and expires_at
+// when the grant never expires.
+func grantSnapshot(userID, resourceID string, created, expires time.Time) json.RawMessage {
 	s := struct {
 		UserID    string `json:"user_id"`
 		SvcID     string `json:"svc_id"`
 		CreatedAt string `json:"created_at,omitempty"`
-	}{UserID: userID, SvcID: resourceID}
-	if !created.IsZero() {
-		s.CreatedAt = timestamp(created)
-	}
+		ExpiresAt string `json:"expires_at,omitempty"`
+	}{UserID: userID, SvcID: resourceID, CreatedAt: optionalTimestamp(created), ExpiresAt: optionalTimestamp(expires)}
 	return snapshot(s)
 }
 

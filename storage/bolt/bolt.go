@@ -47,6 +47,7 @@ var (
 		bucketUsers, bucketUserEmails, bucketGrants, bucketGrantsByResource,
 		bucketEvents, bucketEventsByUser, bucketEventsBySvc, bucketDecisions, bucketDecisionsByUser, bucketDecisionsBySvc,
 		bucketSCIMTokens, bucketUserExternalIDs, bucketGroups, bucketGroupNames, bucketGroupsByMember, bucketGroupIDs,
+		bucketGroupGrants, bucketGroupGrantsByResource, bucketGrantExpiries,
 	}
 )
 

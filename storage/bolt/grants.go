@@ -17,10 +17,12 @@ type grantRecord struct {
 	UserID     string `json:"user_id"`
 	ResourceID string `json:"resource_id"`
 	CreatedAt  int64  `json:"created_at"`
+	ExpiresAt  int64  `json:"expires_at,omitempty"` // 0: never
 }
 
 func (r grantRecord) grant() storage.Grant {
-	return storage.Grant{OrgID: r.OrgID, UserID: r.UserID, ResourceID: r.ResourceID, CreatedAt: fromMillis(r.CreatedAt)}
+	return storage.Grant{OrgID: r.OrgID, UserID: r.UserID, ResourceID: r.ResourceID, CreatedAt: fromMillis(r.CreatedAt),
+		ExpiresAt: expiryTime(r.ExpiresAt)}
 }
 
 // Grant records that g.UserID may use g.ResourceID. Granting again changes nothing. It returns
@@ -32,32 +34,8 @@ func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
 
 // GrantChanged is Grant, and reports whether the grant was new.
 func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
-	var created bool
-	err := s.batch(ctx, func(tx *bbolt.Tx) error {
-		created = false // a batch may run this more than once
-		if tx.Bucket(bucketUsers).Get(key(g.OrgID, g.UserID)) == nil {
-			return fmt.Errorf("user: %w", storage.ErrNotFound)
-		}
-		if tx.Bucket(bucketResources).Get(key(g.OrgID, g.ResourceID)) == nil {
-			return fmt.Errorf("resource: %w", storage.ErrNotFound)
-		}
-		grants := tx.Bucket(bucketGrants)
-		k := key(g.OrgID, g.UserID, g.ResourceID)
-		if grants.Get(k) != nil {
-			return nil
-		}
-		if err := tx.Bucket(bucketGrantsByResource).Put(key(g.OrgID, g.ResourceID, g.UserID), []byte(g.UserID)); err != nil {
-			return err
-		}
-		created = true
-		return put(grants, k, grantRecord{
-			OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, CreatedAt: millis(g.CreatedAt),
-		})
-	})
-	if err != nil {
-		return false, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
-	}
-	return created, nil
+	prev, err := s.SetGrant(ctx, g)
+	return err == nil && prev == nil, err
 }
 
 // Revoke removes the grant if there is one. It returns storage.ErrNotFound if the user does not

@@ -166,8 +166,13 @@ func loadGrants(tx *bbolt.Tx, gs []storage.Grant) error {
 		}
 		err := put(grants, key(g.OrgID, g.UserID, g.ResourceID), grantRecord{
 			OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, CreatedAt: millis(g.CreatedAt),
+			ExpiresAt: expiryMillis(g.ExpiresAt),
 		})
 		if err != nil {
+			return err
+		}
+		ref := expiryRef{Kind: expiryUser, OrgID: g.OrgID, Holder: g.UserID, ResourceID: g.ResourceID, ExpiresAt: expiryMillis(g.ExpiresAt)}
+		if err := indexExpiry(tx, ref); err != nil {
 			return err
 		}
 	}

@@ -37,11 +37,16 @@ func newLoadSet() loadSet {
 			OrgID: org, ID: fmt.Sprintf("u-%d", i), Email: fmt.Sprintf("User-%d@Example.com", i), First: "F", Last: fmt.Sprint(i),
 			Active: true, IntegrationID: "int-1", IntegrationName: "directory", ImportedAt: at, ModifiedAt: at,
 		})
-		// User i holds resources i and i+1 (mod 6): every resource is held by someone.
+		// User i holds resources i and i+1 (mod 6): every resource is held by someone. The
+		// grants of resource i expire, an hour apart.
 		for _, r := range []int{i, (i + 1) % 6} {
-			set.grants = append(set.grants, storage.Grant{
+			g := storage.Grant{
 				OrgID: org, UserID: fmt.Sprintf("u-%d", i), ResourceID: set.resources[r].ID, CreatedAt: at.Add(time.Duration(r) * time.Second),
-			})
+			}
+			if r == i {
+				g.ExpiresAt = at.Add(time.Duration(i+1) * time.Hour)
+			}
+			set.grants = append(set.grants, g)
 		}
 	}
 	return set
@@ -192,6 +197,22 @@ func TestLoaderWritesWhatTheNormalMethodsWrite(t *testing.T) {
 			}
 			if diff := cmp.Diff(wantGrants, gotGrants); diff != "" {
 				t.Errorf("grants after deleting a resource (-want +got):\n%s", diff)
+			}
+
+			// The loaded grants' expiries are indexed as the normal methods index them.
+			// By u-2's expiry, the expiring grants of u-0 and u-2 have expired (u-1's went with
+			// resource 1).
+			cutoff := set.grants[4].ExpiresAt
+			wantGone, err := want.DeleteExpiredGrants(ctx, cutoff)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotGone, err := got.DeleteExpiredGrants(ctx, cutoff)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(wantGone.Users) != 2 || len(gotGone.Users) != len(wantGone.Users) {
+				t.Errorf("expired grants removed: %d from the loaded store, %d from the other; want 2 from both", len(gotGone.Users), len(wantGone.Users))
 			}
 		})
 	}

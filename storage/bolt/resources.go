@@ -177,6 +177,9 @@ func (s *Store) DeleteResource(ctx context.Context, orgID, id string) error {
 		if err := deleteGrantsOf(tx, orgID, id); err != nil {
 			return err
 		}
+		if err := deleteGroupGrantsOfResource(tx, orgID, id); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bucketResourceNames).Delete(rec.nameKey()); err != nil {
 			return err
 		}

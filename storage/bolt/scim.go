@@ -395,7 +395,7 @@ func pageOf[T any](items []T, offset, limit int) []T {
 func (s *Store) CreateGroup(ctx context.Context, g storage.Group) error {
 	rec := newGroupRecord(g)
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		if _, err := getIntegration(tx, g.OrgID, g.IntegrationID); err != nil {
+		if err := checkGroupIntegration(tx, g.OrgID, g.IntegrationID); err != nil {
 			return fmt.Errorf("auth integration %s: %w", g.IntegrationID, err)
 		}
 		ids, names := tx.Bucket(bucketGroupIDs), tx.Bucket(bucketGroupNames)
@@ -430,7 +430,7 @@ func joinGroup(tx *bbolt.Tx, rec groupRecord, before []string) error {
 		if slices.Contains(before, m) {
 			continue
 		}
-		if _, err := integrationUser(tx, rec.OrgID, rec.IntegrationID, m); err != nil {
+		if err := checkGroupMember(tx, rec.OrgID, rec.IntegrationID, m); err != nil {
 			return fmt.Errorf("member %s: %w", m, storage.ErrUnknownMember)
 		}
 		if err := byMember.Put(key(rec.OrgID, m, rec.ID), rec.key()); err != nil {
@@ -581,6 +581,9 @@ func (s *Store) DeleteGroup(ctx context.Context, orgID, integrationID, id string
 			return err
 		}
 		if err := tx.Bucket(bucketGroupIDs).Delete(key(orgID, id)); err != nil {
+			return err
+		}
+		if err := deleteGroupGrantsOfGroup(tx, orgID, id); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketGroups).Delete(k)

@@ -2,7 +2,6 @@ package mongo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,6 +19,8 @@ type grantDoc struct {
 	UserID     string    `bson:"user_id"`
 	ResourceID string    `bson:"resource_id"`
 	CreatedAt  time.Time `bson:"created_at"`
+	// ExpiresAt is absent for a grant that never expires (access.go).
+	ExpiresAt *time.Time `bson:"expires_at,omitempty"`
 }
 
 func (d grantDoc) record() storage.Grant {
@@ -28,6 +29,7 @@ func (d grantDoc) record() storage.Grant {
 		UserID:     d.UserID,
 		ResourceID: d.ResourceID,
 		CreatedAt:  d.CreatedAt.UTC(),
+		ExpiresAt:  expiryTime(d.ExpiresAt),
 	}
 }
 
@@ -41,32 +43,10 @@ func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
 }
 
 // GrantChanged is Grant, and reports whether the grant was new: whether the insert, rather
-// than the primary key, won.
+// than the primary key, won (SetGrant, access.go).
 func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
-	if err := s.userExists(ctx, g.OrgID, g.UserID); err != nil {
-		return false, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
-	}
-	ok, err := exists(ctx, s.resources, resourceFilter(g.OrgID, g.ResourceID))
-	if err != nil {
-		return false, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
-	}
-	if !ok {
-		return false, fmt.Errorf("grant %s to %s: resource: %w", g.ResourceID, g.UserID, storage.ErrNotFound)
-	}
-	doc := grantDoc{
-		Key:        key(g.OrgID, g.UserID, g.ResourceID),
-		OrgID:      g.OrgID,
-		UserID:     g.UserID,
-		ResourceID: g.ResourceID,
-		CreatedAt:  g.CreatedAt,
-	}
-	if _, err := s.grants.InsertOne(ctx, doc); err != nil {
-		if err := mapErr(err); !errors.Is(err, storage.ErrConflict) {
-			return false, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
-		}
-		return false, nil
-	}
-	return true, nil
+	prev, err := s.SetGrant(ctx, g)
+	return err == nil && prev == nil, err
 }
 
 // Revoke removes the grant if there is one. It returns ErrNotFound if the user does not exist in
@@ -126,11 +106,11 @@ func (s *Store) findGrants(ctx context.Context, filter, sort bson.D) ([]storage.
 	return out, nil
 }
 
-// deleteResourceGrants removes every grant of the organization's resource id.
+// deleteResourceGrants removes every grant and group grant of the organization's resource id.
 func (s *Store) deleteResourceGrants(ctx context.Context, orgID, resourceID string) error {
 	filter := bson.D{{Key: "org_id", Value: orgID}, {Key: "resource_id", Value: resourceID}}
 	if _, err := s.grants.DeleteMany(ctx, filter); err != nil {
 		return fmt.Errorf("delete grants: %w", mapErr(err))
 	}
-	return nil
+	return s.deleteGroupGrants(ctx, orgID, bson.E{Key: "resource_id", Value: resourceID})
 }

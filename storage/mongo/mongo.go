@@ -121,7 +121,7 @@ type index struct {
 // key of an organization's records begins with org_id so one tenant's data is one index range.
 var indexes = map[string][]index{
 	colOrgs:    {{keys: []string{"name"}, unique: true}, {keys: []string{"created_at", "_id"}}},
-	colAPIKeys: {{keys: []string{"hash"}, unique: true}},
+	colAPIKeys: {{keys: []string{"hash"}, unique: true}, {keys: []string{"org_id", "created_at"}}},
 	colResources: {
 		{keys: []string{"org_id", "kind", "source", "name"}, unique: true},
 		{keys: []string{"org_id", "created_at", "id"}},
@@ -140,6 +140,12 @@ var indexes = map[string][]index{
 	colGrants: {
 		{keys: []string{"org_id", "user_id", "created_at", "resource_id"}},
 		{keys: []string{"org_id", "resource_id"}},
+		{keys: []string{"expires_at"}}, // DeleteExpiredGrants, across organizations
+	},
+	colGroupGrants: {
+		{keys: []string{"org_id", "group_id", "created_at", "resource_id"}},
+		{keys: []string{"org_id", "resource_id", "group_id"}},
+		{keys: []string{"expires_at"}},
 	},
 	colEvents:    entryIndexes("user_id", "svc_id", "action"),
 	colDecisions: entryIndexes("user_id", "resource_ids"),
@@ -150,6 +156,7 @@ var indexes = map[string][]index{
 		{keys: []string{"org_id", "integration_id", "name_key"}, unique: true},
 		{keys: []string{"org_id", "integration_id", "id"}},
 		{keys: []string{"org_id", "members"}},
+		{keys: []string{"org_id", "created_at", "id"}},
 	},
 }
 

@@ -338,7 +338,7 @@ func (s *Store) checkMembers(ctx context.Context, orgID, integrationID string, i
 	keys = slices.Compact(keys)
 	found := 0
 	for _, chunk := range chunks(keys) {
-		filter := append(integrationFilter(orgID, integrationID), bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: chunk}}})
+		filter := append(memberFilter(orgID, integrationID), bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: chunk}}})
 		n, err := s.users.CountDocuments(ctx, filter)
 		if err != nil {
 			return mapErr(err)
@@ -354,12 +354,8 @@ func (s *Store) checkMembers(ctx context.Context, orgID, integrationID string, i
 // CreateGroup inserts the group after checking its integration and members; the primary key
 // and the unique name index refuse a taken id or display name with ErrConflict.
 func (s *Store) CreateGroup(ctx context.Context, g storage.Group) error {
-	ok, err := exists(ctx, s.authIntegrations, bson.D{{Key: "_id", Value: key(g.OrgID, g.IntegrationID)}, {Key: "org_id", Value: g.OrgID}})
-	if err != nil {
+	if err := s.groupIntegrationExists(ctx, g.OrgID, g.IntegrationID); err != nil {
 		return fmt.Errorf("create group %s: %w", g.ID, err)
-	}
-	if !ok {
-		return fmt.Errorf("create group %s: auth integration %s: %w", g.ID, g.IntegrationID, storage.ErrNotFound)
 	}
 	if err := s.checkMembers(ctx, g.OrgID, g.IntegrationID, g.Members); err != nil {
 		return fmt.Errorf("create group %s: %w", g.ID, err)
@@ -455,7 +451,9 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 	return storage.Group{}, fmt.Errorf("update group %s: changed by others %d times in a row: %w", id, maxCASAttempts, storage.ErrUnavailable)
 }
 
-// DeleteGroup removes the integration's group id, or returns ErrNotFound.
+// DeleteGroup removes the integration's group id and its group grants, or returns
+// ErrNotFound. The grants go after the group too: one racing the delete may have slipped in
+// (SetGroupGrant checks the group, then inserts).
 func (s *Store) DeleteGroup(ctx context.Context, orgID, integrationID, id string) error {
 	res, err := s.db.Collection(colGroups).DeleteOne(ctx, groupFilter(orgID, integrationID, id))
 	if err != nil {
@@ -463,6 +461,9 @@ func (s *Store) DeleteGroup(ctx context.Context, orgID, integrationID, id string
 	}
 	if res.DeletedCount == 0 {
 		return fmt.Errorf("delete group %s: %w", id, storage.ErrNotFound)
+	}
+	if err := s.deleteGroupGrants(ctx, orgID, bson.E{Key: "group_id", Value: id}); err != nil {
+		return fmt.Errorf("delete group %s: %w", id, err)
 	}
 	return nil
 }

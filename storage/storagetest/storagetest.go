@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	t.Run("SCIM", func(t *testing.T) { testSCIM(t, open) })
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, open) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, open) })
+	t.Run("Access", func(t *testing.T) { testAccess(t, open) })
 }
 
 // base has a millisecond part so that a store that drops milliseconds fails; at and ms step from

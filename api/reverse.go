@@ -1,0 +1,177 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
+)
+
+// Paging of GET /provisions/users_with_access.
+const (
+	defaultReverseLimit = 100
+	maxReverseLimit     = 1000
+)
+
+// userWithAccess is one user of GET /provisions/users_with_access: who, and through what —
+// "direct" for a grant of the user's own, "group:<id>" for each group whose grant allows.
+type userWithAccess struct {
+	ID    string   `json:"id"`
+	Email string   `json:"email"`
+	Via   []string `json:"via"`
+}
+
+// usersWithAccess lists the users who may use a resource now, as can_user_access would answer
+// for each, in the order of their ids, a page at a time. The cursor is the last id of the
+// previous page, so that pages never repeat a user and, read one after the other, miss none
+// whose access held all along, whatever changed in between.
+func (s *Server) usersWithAccess(c *gin.Context) {
+	org := orgID(c)
+	svcID, limit, after, err := parseReverseQuery(c, org)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	ctx, now := c.Request.Context(), s.now()
+	r, err := s.store.GetResource(ctx, org, svcID)
+	if err != nil {
+		s.writeError(c, notFound(err, errResourceNotFound.Detail))
+		return
+	}
+	candidates, err := s.grantees(ctx, org, svcID)
+	if err != nil {
+		s.writeError(c, err)
+		return
+	}
+	resource := map[string]policy.Resource{svcID: {Kind: string(r.Kind), Name: r.Name}}
+	d, _ := s.pinPolicy()
+	out := []userWithAccess{}
+	var next *string
+	for _, id := range candidates {
+		if id <= after {
+			continue
+		}
+		u, err := s.store.GetUser(ctx, org, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // deleted since its grants were read
+		}
+		var pu *policy.User
+		if err == nil {
+			pu, err = s.policyUser(ctx, u)
+		}
+		if err != nil {
+			s.writeError(c, fmt.Errorf("user %s: %w", id, err))
+			return
+		}
+		in := policy.Input{User: pu, ResourceIDs: []string{svcID}, Resources: resource, Now: now}
+		if !s.decideWith(ctx, d, false, in) {
+			continue
+		}
+		if len(out) == limit {
+			next = orNull(encodeCursor(reverseList(svcID), org, out[len(out)-1].ID))
+			break
+		}
+		out = append(out, userWithAccess{ID: u.ID, Email: u.Email, Via: via(pu, svcID, now)})
+	}
+	c.JSON(http.StatusOK, gin.H{"users": out, "next_cursor": next})
+}
+
+// grantees returns, sorted and each once, the ids of the users who hold a grant on the
+// resource, live or not, of their own or as members of a group: those the check may allow.
+func (s *Server) grantees(ctx context.Context, org, svcID string) ([]string, error) {
+	grants, err := s.store.ResourceGrants(ctx, org, svcID)
+	if err != nil {
+		return nil, fmt.Errorf("grants of %s: %w", svcID, err)
+	}
+	groupGrants, err := s.store.ResourceGroupGrants(ctx, org, svcID)
+	if err != nil {
+		return nil, fmt.Errorf("group grants of %s: %w", svcID, err)
+	}
+	ids := make([]string, 0, len(grants))
+	for _, g := range grants {
+		ids = append(ids, g.UserID)
+	}
+	for _, gg := range groupGrants {
+		g, err := s.store.GetOrgGroup(ctx, org, gg.GroupID)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("group %s: %w", gg.GroupID, err)
+		}
+		ids = append(ids, g.Members...)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
+// via says through what the user may use the resource at now.
+func via(u *policy.User, svcID string, now time.Time) []string {
+	routes := []string{}
+	if g, ok := u.Grants[svcID]; ok && !storage.Expired(g.ExpiresAt, now) {
+		routes = append(routes, "direct")
+	}
+	var groups []string
+	for id, group := range u.Groups {
+		if g, ok := group.Grants[svcID]; ok && !storage.Expired(g.ExpiresAt, now) {
+			groups = append(groups, "group:"+id)
+		}
+	}
+	slices.Sort(groups)
+	return append(routes, groups...)
+}
+
+// reverseList names the list a cursor belongs to: one resource's users, so that a cursor of
+// another resource is refused.
+func reverseList(svcID string) string { return "users_with_access:" + svcID }
+
+// parseReverseQuery reads svc_id (required), limit and cursor, reporting every problem at once
+// as FastAPI would. after is the last user id of the previous page, "" for the first.
+func parseReverseQuery(c *gin.Context, org string) (svcID string, limit int, after string, err error) {
+	var problems []Problem
+	bad := func(name, typ, msg string) {
+		problems = append(problems, Problem{Loc: []any{"query", name}, Msg: msg, Type: typ})
+	}
+	v, ok := c.GetQuery("svc_id")
+	switch {
+	case !ok:
+		bad("svc_id", "missing", msgMissing)
+	case !isUUID(v):
+		bad("svc_id", "uuid_parsing", msgUUID)
+	default:
+		svcID = canonicalID(v)
+	}
+	limit = defaultReverseLimit
+	if v, ok := c.GetQuery("limit"); ok {
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil:
+			bad("limit", "int_parsing", "Input should be a valid integer, unable to parse string as an integer")
+		case n < 1:
+			bad("limit", "greater_than_equal", "Input should be greater than or equal to 1")
+		case n > maxReverseLimit:
+			bad("limit", "less_than_equal", fmt.Sprintf("Input should be less than or equal to %d", maxReverseLimit))
+		default:
+			limit = n
+		}
+	}
+	if v, ok := c.GetQuery("cursor"); ok {
+		id, ok := decodeCursor(reverseList(svcID), org, v)
+		if !ok {
+			bad("cursor", "value_error", "Value error, the cursor is not one this list gave for this resource and these credentials")
+		}
+		after = id
+	}
+	if len(problems) > 0 {
+		return "", 0, "", &ValidationError{Problems: problems}
+	}
+	return svcID, limit, after, nil
+}

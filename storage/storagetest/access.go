@@ -1,0 +1,365 @@
+package storagetest
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/grantry/grantry/storage"
+)
+
+// testAccess checks storage.AccessStore and storage.APIKeyLister: plain groups, group grants,
+// expiring grants and their clean-up, and the reverse lookups.
+func testAccess(t *testing.T, open opener) {
+	t.Run("PlainGroups", func(t *testing.T) { testPlainGroups(t, open) })
+	t.Run("GroupGrants", func(t *testing.T) { testGroupGrants(t, open) })
+	t.Run("GroupGrantsGoWithTheirGroupOrResource", func(t *testing.T) { testGroupGrantCleanup(t, open) })
+	t.Run("GrantExpiry", func(t *testing.T) { testGrantExpiry(t, open) })
+	t.Run("DeleteExpiredGrants", func(t *testing.T) { testDeleteExpiredGrants(t, open) })
+	t.Run("ListAPIKeys", func(t *testing.T) { testListAPIKeys(t, open) })
+}
+
+// plainGroup is a group of org-1 that belongs to no integration.
+func plainGroup(id, name string, created int, members ...string) storage.Group {
+	return storage.Group{OrgID: "org-1", ID: id, DisplayName: name, Members: members, CreatedAt: at(created), ModifiedAt: at(created)}
+}
+
+func testPlainGroups(t *testing.T, open opener) {
+	s := open(t)
+	withGrantees(t, s) // org-1: u-1, u-2, u-3 of int-org-1; org-2: u-1, u-9
+	ctx := t.Context()
+	createIntegration(t, s, "org-1", "int-2", "contractors", at(0))
+	importUsers(t, s, "org-1", "int-2", at(0), storage.UserImport{ID: "u-5", Email: "u-5@example.com"})
+
+	// Members of a plain group may come from any integration of the organization.
+	eng := plainGroup("g-2", "Engineering", 2, "u-1", "u-5")
+	noErr(t, "CreateGroup(plain)", s.CreateGroup(ctx, eng))
+	ops := plainGroup("g-1", "Ops", 2)
+	noErr(t, "CreateGroup(plain, no members)", s.CreateGroup(ctx, ops))
+	// A group of an integration may carry a plain group's name: names are unique per integration.
+	directory := storage.Group{OrgID: "org-1", ID: "g-3", IntegrationID: "int-org-1", DisplayName: "engineering",
+		Members: []string{"u-2"}, CreatedAt: at(1), ModifiedAt: at(1)}
+	noErr(t, "CreateGroup(of an integration)", s.CreateGroup(ctx, directory))
+
+	for _, tc := range []struct {
+		name string
+		g    storage.Group
+		want error
+	}{
+		{"name taken, in another case", plainGroup("g-4", "ENGINEERING", 3), storage.ErrConflict},
+		{"id taken by a group of an integration", plainGroup("g-3", "New", 3), storage.ErrConflict},
+		{"member of another organization", plainGroup("g-4", "New", 3, "u-9"), storage.ErrUnknownMember},
+		{"unknown member", plainGroup("g-4", "New", 3, "u-7"), storage.ErrUnknownMember},
+	} {
+		wantErr(t, "CreateGroup("+tc.name+")", s.CreateGroup(ctx, tc.g), tc.want)
+	}
+
+	for _, want := range []storage.Group{eng, directory} {
+		got, err := s.GetOrgGroup(ctx, "org-1", want.ID)
+		noErr(t, "GetOrgGroup("+want.ID+")", err)
+		diff(t, "GetOrgGroup("+want.ID+")", want, got, equateEmpty)
+	}
+	for _, tc := range []struct{ org, id string }{{"org-1", "g-4"}, {"org-2", "g-2"}} {
+		_, err := s.GetOrgGroup(ctx, tc.org, tc.id)
+		wantErr(t, fmt.Sprintf("GetOrgGroup(%s, %s)", tc.org, tc.id), err, storage.ErrNotFound)
+	}
+	got, err := s.GetGroup(ctx, "org-1", "", "g-2")
+	noErr(t, "GetGroup(plain)", err)
+	diff(t, "GetGroup(plain)", eng, got, equateEmpty)
+	_, err = s.GetGroup(ctx, "org-1", "", "g-3")
+	wantErr(t, "GetGroup(\"\", a group of an integration)", err, storage.ErrNotFound)
+
+	list, err := s.ListGroups(ctx, "org-1")
+	noErr(t, "ListGroups", err)
+	diff(t, "ListGroups", []storage.Group{directory, ops, eng}, list, equateEmpty)
+	list, err = s.ListGroups(ctx, "org-2")
+	noErr(t, "ListGroups(org-2)", err)
+	diff(t, "ListGroups(org-2)", []storage.Group(nil), list, equateEmpty)
+
+	// Membership changes as for SCIM's groups, with the organization's users as candidates.
+	eng, err = s.UpdateGroup(ctx, "org-1", "", "g-2", func(g *storage.Group) error {
+		g.Members = append(g.Members, "u-2")
+		g.ModifiedAt = at(4)
+		return nil
+	})
+	noErr(t, "UpdateGroup(add u-2)", err)
+	_, err = s.UpdateGroup(ctx, "org-1", "", "g-2", func(g *storage.Group) error {
+		g.Members = append(g.Members, "u-9")
+		return nil
+	})
+	wantErr(t, "UpdateGroup(add another organization's user)", err, storage.ErrUnknownMember)
+	groups, err := s.UserGroups(ctx, "org-1", "u-2")
+	noErr(t, "UserGroups(u-2)", err)
+	diff(t, "UserGroups(u-2)", []string{"g-2", "g-3"}, groupIDs(groups))
+
+	noErr(t, "DeleteGroup(plain)", s.DeleteGroup(ctx, "org-1", "", "g-2"))
+	groups, err = s.UserGroups(ctx, "org-1", "u-2")
+	noErr(t, "UserGroups after delete", err)
+	diff(t, "UserGroups after delete", []string{"g-3"}, groupIDs(groups))
+	// The name is free again.
+	noErr(t, "CreateGroup(the deleted group's name)", s.CreateGroup(ctx, plainGroup("g-5", "Engineering", 5)))
+}
+
+// groupGrant returns a group grant of org-1.
+func groupGrant(group string, n, created int) storage.GroupGrant {
+	return storage.GroupGrant{OrgID: "org-1", GroupID: group, ResourceID: rid(n), CreatedAt: at(created)}
+}
+
+func setGroupGrant(tb testing.TB, s storage.Store, g storage.GroupGrant) *storage.GroupGrant {
+	tb.Helper()
+	prev, err := s.SetGroupGrant(tb.Context(), g)
+	noErr(tb, fmt.Sprintf("SetGroupGrant(%s, %s)", g.GroupID, g.ResourceID), err)
+	return prev
+}
+
+func checkGroupGrants(tb testing.TB, s storage.Store, org string, groups []string, want []storage.GroupGrant) {
+	tb.Helper()
+	got, err := s.GroupGrants(tb.Context(), org, groups)
+	noErr(tb, "GroupGrants", err)
+	diff(tb, fmt.Sprintf("GroupGrants(%s, %v)", org, groups), want, got, equateEmpty)
+}
+
+func testGroupGrants(t *testing.T, open opener) {
+	s := open(t)
+	withGrantees(t, s)
+	ctx := t.Context()
+	noErr(t, "CreateGroup", s.CreateGroup(ctx, plainGroup("g-1", "Ops", 1, "u-1")))
+	noErr(t, "CreateGroup", s.CreateGroup(ctx, plainGroup("g-2", "Eng", 1, "u-2")))
+	noErr(t, "CreateGroup(org-2)", s.CreateGroup(ctx, storage.Group{OrgID: "org-2", ID: "g-9", DisplayName: "Theirs", CreatedAt: at(1), ModifiedAt: at(1)}))
+
+	a := groupGrant("g-2", 2, 3)
+	if prev := setGroupGrant(t, s, a); prev != nil {
+		t.Errorf("SetGroupGrant(new) = %+v, want nil", prev)
+	}
+	b := groupGrant("g-2", 1, 4)
+	setGroupGrant(t, s, b)
+	c := groupGrant("g-1", 3, 5)
+	setGroupGrant(t, s, c)
+
+	// Granting again keeps CreatedAt, replaces the expiry, and says what was there.
+	again := a
+	again.CreatedAt, again.ExpiresAt = at(9), at(100)
+	prev := setGroupGrant(t, s, again)
+	diff(t, "SetGroupGrant(again) returns the grant as it was", &a, prev)
+	a.ExpiresAt = at(100)
+	prev = setGroupGrant(t, s, again)
+	diff(t, "SetGroupGrant(the same again)", &a, prev)
+	checkGroupGrants(t, s, "org-1", []string{"g-2", "g-1", "g-2", "g-8"}, []storage.GroupGrant{c, a, b})
+	checkGroupGrants(t, s, "org-2", []string{"g-1", "g-2"}, nil)
+
+	for _, tc := range []struct {
+		name string
+		g    storage.GroupGrant
+	}{
+		{"unknown group", groupGrant("g-8", 1, 6)},
+		{"group of another org", groupGrant("g-9", 1, 6)},
+		{"unknown resource", groupGrant("g-1", 8, 6)},
+		{"resource of another org", groupGrant("g-1", 9, 6)},
+	} {
+		_, err := s.SetGroupGrant(ctx, tc.g)
+		wantErr(t, "SetGroupGrant("+tc.name+")", err, storage.ErrNotFound)
+	}
+
+	byResource, err := s.ResourceGroupGrants(ctx, "org-1", rid(2))
+	noErr(t, "ResourceGroupGrants", err)
+	diff(t, "ResourceGroupGrants", []storage.GroupGrant{a}, byResource, equateEmpty)
+	setGroupGrant(t, s, groupGrant("g-1", 2, 6))
+	byResource, err = s.ResourceGroupGrants(ctx, "org-1", rid(2))
+	noErr(t, "ResourceGroupGrants", err)
+	diff(t, "ResourceGroupGrants, ordered by group", []string{"g-1", "g-2"}, groupGrantGroups(byResource))
+	byResource, err = s.ResourceGroupGrants(ctx, "org-2", rid(2))
+	noErr(t, "ResourceGroupGrants(org-2)", err)
+	diff(t, "ResourceGroupGrants(org-2)", []storage.GroupGrant(nil), byResource, equateEmpty)
+
+	for _, tc := range []struct {
+		name, group string
+		n           int
+		want        bool
+	}{
+		{"revoke", "g-2", 1, true},
+		{"revoke again", "g-2", 1, false},
+		{"revoke what was never granted", "g-2", 4, false},
+	} {
+		got, err := s.RevokeGroupGrant(ctx, "org-1", tc.group, rid(tc.n))
+		noErr(t, "RevokeGroupGrant("+tc.name+")", err)
+		if got != tc.want {
+			t.Errorf("RevokeGroupGrant(%s) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ org, group string }{{"org-1", "g-8"}, {"org-1", "g-9"}} {
+		_, err := s.RevokeGroupGrant(ctx, tc.org, tc.group, rid(1))
+		wantErr(t, fmt.Sprintf("RevokeGroupGrant(%s, %s)", tc.org, tc.group), err, storage.ErrNotFound)
+	}
+	checkGroupGrants(t, s, "org-1", []string{"g-2"}, []storage.GroupGrant{a})
+}
+
+func groupGrantGroups(gs []storage.GroupGrant) []string {
+	ids := make([]string, len(gs))
+	for i, g := range gs {
+		ids[i] = g.GroupID
+	}
+	return ids
+}
+
+// testGroupGrantCleanup: deleting a group or a resource takes its group grants with it, so
+// that a group made again with the same id, or a grant on a resource registered again, starts
+// from nothing.
+func testGroupGrantCleanup(t *testing.T, open opener) {
+	s := open(t)
+	withGrantees(t, s)
+	ctx := t.Context()
+	noErr(t, "CreateGroup", s.CreateGroup(ctx, plainGroup("g-1", "Ops", 1, "u-1")))
+	noErr(t, "CreateGroup", s.CreateGroup(ctx, plainGroup("g-2", "Eng", 1)))
+	setGroupGrant(t, s, groupGrant("g-1", 1, 2))
+	kept := groupGrant("g-2", 1, 2)
+	setGroupGrant(t, s, kept)
+	setGroupGrant(t, s, groupGrant("g-2", 2, 2))
+
+	noErr(t, "DeleteGroup", s.DeleteGroup(ctx, "org-1", "", "g-1"))
+	noErr(t, "CreateGroup(same id)", s.CreateGroup(ctx, plainGroup("g-1", "Ops", 3)))
+	checkGroupGrants(t, s, "org-1", []string{"g-1"}, nil)
+
+	noErr(t, "DeleteResource", s.DeleteResource(ctx, "org-1", rid(2)))
+	checkGroupGrants(t, s, "org-1", []string{"g-1", "g-2"}, []storage.GroupGrant{kept})
+	byResource, err := s.ResourceGroupGrants(ctx, "org-1", rid(2))
+	noErr(t, "ResourceGroupGrants(deleted resource)", err)
+	diff(t, "ResourceGroupGrants(deleted resource)", []storage.GroupGrant(nil), byResource, equateEmpty)
+}
+
+func testGrantExpiry(t *testing.T, open opener) {
+	s := open(t)
+	withGrantees(t, s)
+	ctx := t.Context()
+	g := storage.Grant{OrgID: "org-1", UserID: "u-2", ResourceID: rid(1), CreatedAt: at(1), ExpiresAt: at(50)}
+	prev, err := s.SetGrant(ctx, g)
+	noErr(t, "SetGrant", err)
+	if prev != nil {
+		t.Errorf("SetGrant(new) = %+v, want nil", prev)
+	}
+	other := grant(t, s, "org-1", "u-1", rid(1), at(2))
+	checkGrants(t, s, "org-1", map[string][]storage.Grant{"u-2": {g}}, []storage.Grant{other, g})
+
+	steps := []struct {
+		name    string
+		expires int // 0: never
+	}{
+		{"a later expiry replaces the first", 80},
+		{"an earlier one too", 20},
+		{"no expiry makes it last", 0},
+		{"and an expiry again", 30},
+	}
+	for _, st := range steps {
+		next := g
+		next.CreatedAt, next.ExpiresAt = at(7), time.Time{}
+		if st.expires != 0 {
+			next.ExpiresAt = at(st.expires)
+		}
+		prev, err := s.SetGrant(ctx, next)
+		noErr(t, "SetGrant("+st.name+")", err)
+		diff(t, "SetGrant("+st.name+") returns the grant before", &g, prev)
+		g.ExpiresAt = next.ExpiresAt
+		checkGrants(t, s, "org-1", map[string][]storage.Grant{"u-2": {g}}, []storage.Grant{other, g})
+	}
+	// Grant, with the ChangeReporter's answer, sets the expiry too.
+	g.ExpiresAt = at(60)
+	changed, err := s.GrantChanged(ctx, g)
+	noErr(t, "GrantChanged(new expiry)", err)
+	if changed {
+		t.Error("GrantChanged(new expiry of a grant) = true, want false: the grant is not new")
+	}
+	checkGrants(t, s, "org-1", map[string][]storage.Grant{"u-2": {g}}, []storage.Grant{other, g})
+
+	byResource, err := s.ResourceGrants(ctx, "org-1", rid(1))
+	noErr(t, "ResourceGrants", err)
+	diff(t, "ResourceGrants", []storage.Grant{other, g}, byResource)
+	byResource, err = s.ResourceGrants(ctx, "org-2", rid(1))
+	noErr(t, "ResourceGrants(org-2)", err)
+	diff(t, "ResourceGrants(org-2)", []storage.Grant(nil), byResource, equateEmpty)
+
+	_, err = s.SetGrant(ctx, storage.Grant{OrgID: "org-1", UserID: "u-9", ResourceID: rid(1), CreatedAt: at(1)})
+	wantErr(t, "SetGrant(user of another org)", err, storage.ErrNotFound)
+	_, err = s.SetGrant(ctx, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
+	wantErr(t, "SetGrant(resource of another org)", err, storage.ErrNotFound)
+}
+
+func testDeleteExpiredGrants(t *testing.T, open opener) {
+	s := open(t)
+	withGrantees(t, s)
+	ctx := t.Context()
+	noErr(t, "CreateGroup", s.CreateGroup(ctx, plainGroup("g-1", "Ops", 1, "u-1")))
+	set := func(user string, n, expires int) storage.Grant {
+		g := storage.Grant{OrgID: "org-1", UserID: user, ResourceID: rid(n), CreatedAt: at(1), ExpiresAt: at(expires)}
+		if user == "u-9" {
+			g.OrgID = "org-2"
+		}
+		_, err := s.SetGrant(ctx, g)
+		noErr(t, "SetGrant", err)
+		return g
+	}
+	setGroup := func(n, expires int) storage.GroupGrant {
+		g := groupGrant("g-1", n, 1)
+		g.ExpiresAt = at(expires)
+		setGroupGrant(t, s, g)
+		return g
+	}
+	early := set("u-1", 1, 10)
+	late := set("u-1", 2, 20)
+	forever := grant(t, s, "org-1", "u-1", rid(3), at(1))
+	theirs := set("u-9", 9, 5)
+	groupEarly := setGroup(1, 10)
+	groupLate := setGroup(2, 30)
+	// Moved past the first sweep after it was first set: the sweep must see the new expiry.
+	extended := set("u-2", 1, 10)
+	extended = set("u-2", 1, 40)
+	// Revoked, then granted for good: no expiry left to honour.
+	set("u-3", 1, 10)
+	noErr(t, "Revoke", s.Revoke(ctx, "org-1", "u-3", rid(1)))
+	regranted := grant(t, s, "org-1", "u-3", rid(1), at(2))
+
+	sweep := func(sec int, wantUsers []storage.Grant, wantGroups []storage.GroupGrant) {
+		t.Helper()
+		got, err := s.DeleteExpiredGrants(ctx, at(sec))
+		noErr(t, "DeleteExpiredGrants", err)
+		slices.SortFunc(got.Users, func(a, b storage.Grant) int {
+			return cmp.Or(cmp.Compare(a.OrgID, b.OrgID), cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.ResourceID, b.ResourceID))
+		})
+		slices.SortFunc(got.Groups, func(a, b storage.GroupGrant) int { return cmp.Compare(a.ResourceID, b.ResourceID) })
+		diff(t, fmt.Sprintf("DeleteExpiredGrants(at(%d)).Users", sec), wantUsers, got.Users, equateEmpty)
+		diff(t, fmt.Sprintf("DeleteExpiredGrants(at(%d)).Groups", sec), wantGroups, got.Groups, equateEmpty)
+	}
+	// Not after now: a grant expiring exactly now is expired.
+	sweep(10, []storage.Grant{early, theirs}, []storage.GroupGrant{groupEarly})
+	checkGrants(t, s, "org-1", map[string][]storage.Grant{"u-1": {late, forever}, "u-2": {extended}, "u-3": {regranted}},
+		[]storage.Grant{late, forever, extended, regranted})
+	checkGrants(t, s, "org-2", map[string][]storage.Grant{"u-9": nil}, nil)
+	checkGroupGrants(t, s, "org-1", []string{"g-1"}, []storage.GroupGrant{groupLate})
+	sweep(10, nil, nil)
+	sweep(100, []storage.Grant{late, extended}, []storage.GroupGrant{groupLate})
+	checkGrants(t, s, "org-1", map[string][]storage.Grant{"u-1": {forever}, "u-3": {regranted}}, []storage.Grant{forever, regranted})
+	checkGroupGrants(t, s, "org-1", []string{"g-1"}, nil)
+	byResource, err := s.ResourceGrants(ctx, "org-1", rid(2))
+	noErr(t, "ResourceGrants after the sweep", err)
+	diff(t, "ResourceGrants after the sweep", []storage.Grant(nil), byResource, equateEmpty)
+}
+
+func testListAPIKeys(t *testing.T, open opener) {
+	s := open(t)
+	createOrg(t, s, "org-1", "acme", at(0))
+	createOrg(t, s, "org-2", "globex", at(0))
+	mk := func(id, org string, n, created int, scope string) storage.APIKey {
+		k := storage.APIKey{ID: id, OrgID: org, Prefix: "gry_" + id, Hash: hash(n), Scope: scope, CreatedAt: at(created)}
+		noErr(t, "CreateAPIKey("+id+")", s.CreateAPIKey(t.Context(), k))
+		return k
+	}
+	b := mk("key-b", "org-1", 1, 2, storage.ScopeCheck)
+	a := mk("key-a", "org-1", 2, 2, "")
+	c := mk("key-c", "org-1", 3, 1, storage.ScopeManage)
+	theirs := mk("key-d", "org-2", 4, 1, storage.ScopeAdmin)
+	for org, want := range map[string][]storage.APIKey{"org-1": {c, a, b}, "org-2": {theirs}, "org-3": nil} {
+		got, err := s.ListAPIKeys(t.Context(), org)
+		noErr(t, "ListAPIKeys("+org+")", err)
+		diff(t, "ListAPIKeys("+org+")", want, got, equateEmpty)
+	}
+}
