@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -24,7 +25,9 @@ type Input struct {
 }
 
 // User is the part of a user the policy reads. It depends on the store alone, never on the
-// time of a request, so that it can be built once and used for many decisions.
+// time of a request, so that it can be built once and used for many decisions: its OPA value
+// is built on its first decision and reused by the next ones, so a User must not be changed
+// (or copied) once it has been decided on.
 type User struct {
 	ID     string
 	Active bool
@@ -33,6 +36,48 @@ type User struct {
 	// Groups maps the id of every group the user is a member of to the group, with the
 	// group's grants.
 	Groups map[string]Group
+
+	once sync.Once
+	term *ast.Term
+}
+
+// NextExpiry returns the earliest expiry after now among the user's grants, direct or through
+// a group: until then, every decision made about the user at now stays the same. It returns
+// the zero time when no grant expires after now.
+func (u *User) NextExpiry(now time.Time) time.Time {
+	var next time.Time
+	consider := func(grants map[string]Grant) {
+		for _, g := range grants {
+			if g.ExpiresAt.After(now) && (next.IsZero() || g.ExpiresAt.Before(next)) {
+				next = g.ExpiresAt
+			}
+		}
+	}
+	consider(u.Grants)
+	for _, g := range u.Groups {
+		consider(g.Grants)
+	}
+	return next
+}
+
+// value is the user as an OPA value, built once.
+func (u *User) value() *ast.Term {
+	u.once.Do(func() {
+		groups := ast.NewObject()
+		for id, g := range u.Groups {
+			groups.Insert(ast.StringTerm(id), ast.ObjectTerm(
+				ast.Item(ast.StringTerm("name"), ast.StringTerm(g.Name)),
+				ast.Item(ast.StringTerm("resource_list"), grantsTerm(g.Grants)),
+			))
+		}
+		u.term = ast.ObjectTerm(
+			ast.Item(ast.StringTerm("id"), ast.StringTerm(u.ID)),
+			ast.Item(ast.StringTerm("active"), ast.BooleanTerm(u.Active)),
+			ast.Item(ast.StringTerm("resource_list"), grantsTerm(u.Grants)),
+			ast.Item(ast.StringTerm("groups"), ast.NewTerm(groups)),
+		)
+	})
+	return u.term
 }
 
 // Grant is one grant of a resource, to a user or to a group, as the policy reads it.
@@ -77,20 +122,8 @@ func (in Input) value() ast.Value {
 	if !in.Now.IsZero() {
 		obj.Insert(ast.StringTerm("now"), nanosTerm(in.Now))
 	}
-	if u := in.User; u != nil {
-		groups := ast.NewObject()
-		for id, g := range u.Groups {
-			groups.Insert(ast.StringTerm(id), ast.ObjectTerm(
-				ast.Item(ast.StringTerm("name"), ast.StringTerm(g.Name)),
-				ast.Item(ast.StringTerm("resource_list"), grantsTerm(g.Grants)),
-			))
-		}
-		obj.Insert(ast.StringTerm("user"), ast.ObjectTerm(
-			ast.Item(ast.StringTerm("id"), ast.StringTerm(u.ID)),
-			ast.Item(ast.StringTerm("active"), ast.BooleanTerm(u.Active)),
-			ast.Item(ast.StringTerm("resource_list"), grantsTerm(u.Grants)),
-			ast.Item(ast.StringTerm("groups"), ast.NewTerm(groups)),
-		))
+	if in.User != nil {
+		obj.Insert(ast.StringTerm("user"), in.User.value())
 	}
 	return obj
 }
