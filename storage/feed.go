@@ -14,8 +14,11 @@ type ChangeFeed interface {
 	Touch(ctx context.Context, orgID string) error
 	// WatchChanges calls changed with the id of every organization touched since it started,
 	// by this process or another, within about a second of the Touch, until ctx ends; then it
-	// returns ctx's error. changed is called from one goroutine at a time. It may also call
-	// changed for an organization that was not touched (after an outage of the store, say),
-	// never less often than once per Touch it saw.
-	WatchChanges(ctx context.Context, changed func(orgID string)) error
+	// returns ctx's error. It may also call changed for an organization that was not touched
+	// (after an outage of the store, say), never less often than once per Touch it saw. It
+	// calls synced(true) whenever it knows it has reported every Touch made until then, which
+	// is several times a second while the store answers, and synced(false) as soon as it finds
+	// it cannot know (a read failed or took too long): a cache of the store is as fresh as the
+	// last synced(true). Both are called from one goroutine at a time.
+	WatchChanges(ctx context.Context, changed func(orgID string), synced func(fresh bool)) error
 }

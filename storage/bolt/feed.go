@@ -6,8 +6,9 @@ import "context"
 // changed.
 func (s *Store) Touch(context.Context, string) error { return nil }
 
-// WatchChanges waits for ctx to end: no other process can change the data file.
-func (s *Store) WatchChanges(ctx context.Context, _ func(string)) error {
+// WatchChanges waits for ctx to end: no other process can change the data file, so there is
+// never anything to report, nor to confirm.
+func (s *Store) WatchChanges(ctx context.Context, _ func(string), _ func(bool)) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

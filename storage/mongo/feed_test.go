@@ -20,9 +20,25 @@ func TestChangeFeedAcrossStores(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	reports := make(chan string, 100)
+	syncs := make(chan struct{}, 1000)
 	done := make(chan error, 1)
-	go func() { done <- watcher.WatchChanges(ctx, func(org string) { reports <- org }) }()
+	go func() {
+		done <- watcher.WatchChanges(ctx, func(org string) { reports <- org }, func(fresh bool) {
+			if !fresh {
+				t.Error("the watcher lost sync with a store that answers")
+			}
+			select {
+			case syncs <- struct{}{}:
+			default:
+			}
+		})
+	}()
 	time.Sleep(3 * pollInterval) // the watcher's first read is its baseline
+	select {
+	case <-syncs:
+	case <-time.After(time.Second):
+		t.Fatal("the watcher never said it was in sync")
+	}
 
 	// expect waits for a report of org, within the second the contract allows.
 	expect := func(org string) {
