@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
@@ -42,26 +43,54 @@ func (s *Server) resourceList(ctx context.Context, orgID, userID string) ([]reso
 	return refs, nil
 }
 
+// facts is what the policy reads of one user of an organization, cached with the decisions
+// made from it. Its Facts is nil when the organization has no such user.
+type facts = cacheEntry[*policy.User]
+
+// userFacts returns what the policy reads of the organization's user, from the cache or, on a
+// miss, from the store through policyUser.
+func (s *Server) userFacts(ctx context.Context, orgID, userID string) (*facts, error) {
+	return s.cached().user(orgID, userID, func() (*policy.User, error) {
+		u, err := s.store.GetUser(ctx, orgID, userID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("user %s: %w", userID, err)
+		}
+		return s.policyUser(ctx, u)
+	})
+}
+
+// resourceFacts returns what the policy reads of those of ids that exist in the organization,
+// from the cache or the store.
+func (s *Server) resourceFacts(ctx context.Context, orgID string, ids []string) (map[string]policy.Resource, error) {
+	return s.cached().resources(orgID, ids, func(ids []string) (map[string]policy.Resource, error) {
+		rs, err := s.store.GetResources(ctx, orgID, ids)
+		if err != nil {
+			return nil, fmt.Errorf("resources asked about: %w", err)
+		}
+		out := make(map[string]policy.Resource, len(rs))
+		for _, r := range rs {
+			out[r.ID] = policy.Resource{Kind: string(r.Kind), Name: r.Name}
+		}
+		return out, nil
+	})
+}
+
 // policyInput gathers from the caller's organization what the policy reads to decide whether
-// userID may use the resources ids now. Unknown users and resources are simply absent.
-func (s *Server) policyInput(ctx context.Context, orgID, userID string, ids []string) (policy.Input, error) {
-	in := policy.Input{ResourceIDs: ids, Resources: make(map[string]policy.Resource, len(ids)), Now: s.now()}
-	rs, err := s.store.GetResources(ctx, orgID, ids)
+// userID may use the resources ids now, and the user's cached facts. Unknown users and
+// resources are simply absent.
+func (s *Server) policyInput(ctx context.Context, orgID, userID string, ids []string) (policy.Input, *facts, error) {
+	f, err := s.userFacts(ctx, orgID, userID)
 	if err != nil {
-		return in, fmt.Errorf("resources asked about: %w", err)
+		return policy.Input{}, nil, err
 	}
-	for _, r := range rs {
-		in.Resources[r.ID] = policy.Resource{Kind: string(r.Kind), Name: r.Name}
-	}
-	u, err := s.store.GetUser(ctx, orgID, userID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return in, nil
-	}
+	rs, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {
-		return in, fmt.Errorf("user %s: %w", userID, err)
+		return policy.Input{}, nil, err
 	}
-	in.User, err = s.policyUser(ctx, u)
-	return in, err
+	return policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: s.now()}, f, nil
 }
 
 // policyUser builds what the policy reads about a user: the user's own grants, and the groups
@@ -121,16 +150,39 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 	return pu, nil
 }
 
-// decide asks the policy, failing closed: an evaluation error is logged and denies. It also
-// returns the revision of the policy that decided.
-func (s *Server) decide(ctx context.Context, all bool, in policy.Input) (bool, string) {
-	d, revision := s.pinPolicy()
-	return s.decideWith(ctx, d, all, in), revision
+// decideFor decides in, about the user whose cached facts are f, with policy d of revision:
+// allow, or allow_all when all. The answer is remembered with f and given again, without
+// evaluating the policy, until something it read changes: the user, their grants or groups,
+// the organization's resources (all of which drop f), the policy (another revision), or the
+// time passing the next expiry of one of the user's grants. An evaluation error denies and is
+// not remembered.
+func (s *Server) decideFor(ctx context.Context, d Decider, revision string, f *facts, all bool, in policy.Input) bool {
+	if allowed, ok := s.remembered(f, all, in.ResourceIDs, revision, in.Now); ok {
+		return allowed
+	}
+	allowed, err := s.evaluate(ctx, d, all, in)
+	if err == nil {
+		var until time.Time
+		if in.User != nil {
+			until = in.User.NextExpiry(in.Now)
+		}
+		f.remember(newQuestion(s.seed, all, in.ResourceIDs), revision, until, allowed)
+	}
+	return allowed
 }
 
-// decideWith is decide with a policy already pinned, for answers made of many decisions
-// that must all come from one revision.
-func (s *Server) decideWith(ctx context.Context, d Decider, all bool, in policy.Input) bool {
+// remembered returns the decision f remembers for the question, if policy revision made it
+// and it still holds at now.
+func (s *Server) remembered(f *facts, all bool, ids []string, revision string, now time.Time) (allowed, ok bool) {
+	if allowed, ok = f.decision(newQuestion(s.seed, all, ids), revision, now); ok {
+		s.metrics.decision(allowed, nil)
+		s.memoHits.Add(1)
+	}
+	return allowed, ok
+}
+
+// evaluate asks the policy, failing closed: an evaluation error is logged, counted and denies.
+func (s *Server) evaluate(ctx context.Context, d Decider, all bool, in policy.Input) (bool, error) {
 	decide := d.Allow
 	if all {
 		decide = d.AllowAll
@@ -139,27 +191,27 @@ func (s *Server) decideWith(ctx context.Context, d Decider, all bool, in policy.
 	s.metrics.decision(allowed, err)
 	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelError, "policy evaluation failed; denied", slog.String("error", err.Error()))
-		return false
+		return false, err
 	}
-	return allowed
+	return allowed, nil
 }
 
 // accessible returns those of rs that the user may use, as the access check would answer for
 // each. It returns ErrNotFound if the organization has no such user.
 func (s *Server) accessible(ctx context.Context, orgID, userID string, rs []storage.Resource) ([]storage.Resource, error) {
-	u, err := s.store.GetUser(ctx, orgID, userID)
-	if err != nil {
-		return nil, notFound(err, errUserNotFound.Detail)
-	}
-	pu, err := s.policyUser(ctx, u)
+	f, err := s.userFacts(ctx, orgID, userID)
 	if err != nil {
 		return nil, err
 	}
-	var out []storage.Resource
+	if f.Facts == nil {
+		return nil, errUserNotFound
+	}
+	d, revision := s.pinPolicy()
 	now := s.now()
+	var out []storage.Resource
 	for _, r := range rs {
-		in := policy.Input{User: pu, ResourceIDs: []string{r.ID}, Resources: map[string]policy.Resource{r.ID: {Kind: string(r.Kind), Name: r.Name}}, Now: now}
-		if allowed, _ := s.decide(ctx, false, in); allowed {
+		in := policy.Input{User: f.Facts, ResourceIDs: []string{r.ID}, Resources: map[string]policy.Resource{r.ID: {Kind: string(r.Kind), Name: r.Name}}, Now: now}
+		if s.decideFor(ctx, d, revision, f, false, in) {
 			out = append(out, r)
 		}
 	}

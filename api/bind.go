@@ -108,17 +108,27 @@ func isUUID(s string) bool {
 // ValidationError: JSON syntax, a body that is not an object, wrong types, missing fields and
 // failed constraints. It also answers 415 and 413.
 func (s *Server) bindJSON(c *gin.Context, dst any) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	return decodeBody(s.validate, body, dst)
+}
+
+// readBody reads a JSON request body whole, answering 415 for a body of another type and 413
+// for one over maxBodyBytes.
+func readBody(c *gin.Context) ([]byte, error) {
 	if ct := c.GetHeader("Content-Type"); ct != "" && !isJSON(ct) {
-		return errUnsupportedMediaType
+		return nil, errUnsupportedMediaType
 	}
 	body, err := io.ReadAll(c.Request.Body)
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return errTooLarge
+			return nil, errTooLarge
 		}
-		return fmt.Errorf("read request body: %w", err)
+		return nil, fmt.Errorf("read request body: %w", err)
 	}
-	return decodeBody(s.validate, body, dst)
+	return body, nil
 }
 
 // decodeBody is bindJSON without the HTTP.

@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/grantry/grantry/internal/decisionlog"
-	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -25,7 +24,7 @@ const (
 )
 
 // logDecision records one answer of a check begun at start, made by policy revision.
-func (s *Server) logDecision(c *gin.Context, start time.Time, endpoint, userID string, in policy.Input, allowed bool, revision string) {
+func (s *Server) logDecision(c *gin.Context, start time.Time, endpoint, userID string, resourceIDs []string, allowed bool, revision string) {
 	if s.decisions == nil {
 		return
 	}
@@ -38,7 +37,7 @@ func (s *Server) logDecision(c *gin.Context, start time.Time, endpoint, userID s
 		APIKeyID:       c.GetString(ctxKeyID),
 		Endpoint:       endpoint,
 		UserID:         userID,
-		ResourceIDs:    in.ResourceIDs,
+		ResourceIDs:    resourceIDs,
 		Allowed:        allowed,
 		PolicyRevision: revision,
 		Duration:       time.Since(start),

@@ -68,6 +68,7 @@ const retryAfterSeconds = "1"
 func (s *Server) writeError(c *gin.Context, err error) {
 	status, body := s.errorResponse(err)
 	if status == http.StatusServiceUnavailable {
+		s.distrustCache()
 		c.Header("Retry-After", retryAfterSeconds)
 		if isStoreError(err) {
 			s.metrics.storeError(err)

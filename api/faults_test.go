@@ -85,11 +85,14 @@ func (s *faultyStore) Grant(ctx context.Context, g storage.Grant) error {
 	return s.Store.Grant(ctx, g)
 }
 
-// withFaultyStore puts a faultyStore in front of the fixture's store and returns it.
+// withFaultyStore puts a faultyStore in front of the fixture's store and returns it. A store
+// that can fail is a remote, shared one, and no change feed runs here to vouch for the cache:
+// so every check reads the store, as a check does while a real feed cannot read it.
 func withFaultyStore(fs **faultyStore) fixtureOption {
 	return func(c *api.Config) {
 		*fs = &faultyStore{Store: c.Store}
 		c.Store = *fs
+		c.SharedStore = true
 	}
 }
 

@@ -133,3 +133,17 @@ func (s *Server) CounterFunc(name, help string, fn func() float64) error {
 func (s *Server) GaugeFunc(name, help string, fn func() float64) error {
 	return s.RegisterMetrics(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
 }
+
+// RegisterCacheMetrics puts the check path's cache on /metrics: users found in it and loaded
+// into it, decisions answered from it, and how many users it holds.
+func (s *Server) RegisterCacheMetrics() error {
+	if s.cache == nil {
+		return nil
+	}
+	return errors.Join(
+		s.CounterFunc("grantry_cache_user_hits_total", "Checks that found the user's facts in the cache.", func() float64 { return float64(s.cache.hits.Load()) }),
+		s.CounterFunc("grantry_cache_user_misses_total", "Checks that read the user's facts from the store.", func() float64 { return float64(s.cache.misses.Load()) }),
+		s.CounterFunc("grantry_cache_decision_hits_total", "Decisions answered from the cache, without evaluating the policy.", func() float64 { return float64(s.memoHits.Load()) }),
+		s.GaugeFunc("grantry_cache_users", "Users whose facts the cache holds.", func() float64 { return float64(s.cache.len()) }),
+	)
+}

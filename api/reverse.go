@@ -52,34 +52,38 @@ func (s *Server) usersWithAccess(c *gin.Context) {
 		return
 	}
 	resource := map[string]policy.Resource{svcID: {Kind: string(r.Kind), Name: r.Name}}
-	d, _ := s.pinPolicy()
+	d, revision := s.pinPolicy()
 	out := []userWithAccess{}
 	var next *string
 	for _, id := range candidates {
 		if id <= after {
 			continue
 		}
-		u, err := s.store.GetUser(ctx, org, id)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue // deleted since its grants were read
-		}
-		var pu *policy.User
-		if err == nil {
-			pu, err = s.policyUser(ctx, u)
-		}
+		f, err := s.userFacts(ctx, org, id)
 		if err != nil {
-			s.writeError(c, fmt.Errorf("user %s: %w", id, err))
+			s.writeError(c, err)
 			return
 		}
-		in := policy.Input{User: pu, ResourceIDs: []string{svcID}, Resources: resource, Now: now}
-		if !s.decideWith(ctx, d, false, in) {
+		if f.Facts == nil {
+			continue // deleted since its grants were read
+		}
+		in := policy.Input{User: f.Facts, ResourceIDs: []string{svcID}, Resources: resource, Now: now}
+		if !s.decideFor(ctx, d, revision, f, false, in) {
 			continue
 		}
 		if len(out) == limit {
 			next = orNull(encodeCursor(reverseList(svcID), org, out[len(out)-1].ID))
 			break
 		}
-		out = append(out, userWithAccess{ID: u.ID, Email: u.Email, Via: via(pu, svcID, now)})
+		u, err := s.store.GetUser(ctx, org, id)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue // deleted just now
+		}
+		if err != nil {
+			s.writeError(c, fmt.Errorf("user %s: %w", id, err))
+			return
+		}
+		out = append(out, userWithAccess{ID: u.ID, Email: u.Email, Via: via(f.Facts, svcID, now)})
 	}
 	c.JSON(http.StatusOK, gin.H{"users": out, "next_cursor": next})
 }

@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -43,7 +44,25 @@ type Config struct {
 	RateBurst int
 	// Decisions receives the record of every access decision; nil logs none (decisions.go).
 	Decisions DecisionRecorder
+	// CacheEntries is how many users' facts and decisions the check path keeps in memory
+	// (cache.go); 0 means DefaultCacheEntries, and a negative number keeps none.
+	CacheEntries int
+	// SharedStore says that other processes may change the store (MongoDB). The cache is then
+	// used only within maxStaleness of the last Synced, the store's change feed saying it has
+	// reported every change of the other processes: while the feed cannot read the store,
+	// checks read the store (and answer 503 if it is down) rather than trust what may be stale.
+	SharedStore bool
 }
+
+// maxStaleness is how long the cache of a shared store is trusted after the change feed last
+// confirmed it has seen every change. It is well inside the one second within which a change
+// made by another process must show, and it bounds how long a warm check may still be answered
+// from the cache after the store stops answering unnoticed.
+const maxStaleness = 500 * time.Millisecond
+
+// DefaultCacheEntries is how many users the check path caches unless told otherwise: a few
+// kilobytes each for users with tens of grants.
+const DefaultCacheEntries = 100_000
 
 // Server serves the Grantry API. It is an http.Handler.
 type Server struct {
@@ -66,12 +85,18 @@ type Server struct {
 
 	decisions   DecisionRecorder // nil: no decision log
 	decisionIDs storage.EntryIDs
+
+	cache    *accessCache[*policy.User]
+	seed     maphash.Seed  // of the questions the cache remembers answers to
+	memoHits atomic.Uint64 // decisions answered from the cache
+	shared   bool
+	lastSync atomic.Int64 // when the change feed last confirmed the cache, in Unix nanoseconds
 }
 
 // New returns a server that is ready to serve.
 func New(cfg Config) *Server {
 	s := &Server{
-		store:      cfg.Store,
+		store:      cfg.Store, // wrapped below, once the cache exists
 		decider:    cfg.Decider,
 		log:        cfg.Logger,
 		adminToken: cfg.AdminToken,
@@ -84,6 +109,16 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	entries := cfg.CacheEntries
+	if entries == 0 {
+		entries = DefaultCacheEntries
+	}
+	if entries > 0 {
+		s.cache = newAccessCache[*policy.User](entries)
+	}
+	s.store = invalidating{Store: cfg.Store, cache: s.cache}
+	s.seed = maphash.MakeSeed()
+	s.shared = cfg.SharedStore
 	s.keys = newKeyCache(cfg.Store, s.now)
 	s.metrics = newMetrics()
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst, s.now)
@@ -97,6 +132,44 @@ func New(cfg Config) *Server {
 
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Store is the store as the server uses it: a write made through it keeps the server's cache
+// right (see invalidating). Components that write beside the server, such as the expired-grant
+// clean-up, should write through it.
+func (s *Server) Store() storage.Store { return s.store }
+
+// InvalidateOrg drops what the check path cached of an organization. The store's change feed
+// calls it when another process changed the organization's data.
+func (s *Server) InvalidateOrg(orgID string) { s.cache.invalidateOrg(orgID) }
+
+// Synced tells the server what the store's change feed knows: fresh, that it has reported
+// every change made until now, so that the cache of a shared store may be trusted for
+// maxStaleness more (if it had gone unconfirmed for longer, everything cached is dropped
+// first: changes may have been missed); not fresh, that it cannot know, so that the cache is
+// not trusted until it is fresh again.
+func (s *Server) Synced(fresh bool) {
+	if !fresh {
+		s.distrustCache()
+		return
+	}
+	now := time.Now().UnixNano()
+	if last := s.lastSync.Swap(now); now-last > int64(maxStaleness) {
+		s.cache.invalidateAll()
+	}
+}
+
+// distrustCache stops the check path from using the cache of a shared store until the change
+// feed next confirms it: the store may be failing, and changes of other processes unseen.
+func (s *Server) distrustCache() { s.lastSync.Store(0) }
+
+// cached returns the cache the check path may use now: none while the cache of a shared store
+// is not known to be fresh.
+func (s *Server) cached() *accessCache[*policy.User] {
+	if s.shared && time.Now().UnixNano()-s.lastSync.Load() > int64(maxStaleness) {
+		return nil
+	}
+	return s.cache
+}
 
 // SetReady sets what /readyz answers; shutdown sets it false before it stops accepting requests.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }

@@ -39,9 +39,14 @@ func (s *Server) userAccess(c *gin.Context) {
 		s.writeError(c, notFound(err, errUserNotFound.Detail))
 		return
 	}
-	pu, err := s.policyUser(ctx, u)
+	f, err := s.userFacts(ctx, org, u.ID)
 	if err != nil {
 		s.writeError(c, err)
+		return
+	}
+	pu := f.Facts
+	if pu == nil {
+		s.writeError(c, errUserNotFound) // deleted just now
 		return
 	}
 	out := userAccessJSON{UserID: u.ID, Active: u.Active, Direct: liveList(pu.Grants, now), ViaGroups: []groupGrantJSON{}, Effective: []resourceRef{}}
@@ -66,10 +71,10 @@ func (s *Server) userAccess(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	d, _ := s.pinPolicy()
+	d, revision := s.pinPolicy()
 	for _, r := range rs {
 		in := policy.Input{User: pu, ResourceIDs: []string{r.ID}, Resources: map[string]policy.Resource{r.ID: {Kind: string(r.Kind), Name: r.Name}}, Now: now}
-		if s.decideWith(ctx, d, false, in) {
+		if s.decideFor(ctx, d, revision, f, false, in) {
 			out.Effective = append(out.Effective, resourceRef{ID: r.ID, Name: r.Name})
 		}
 	}

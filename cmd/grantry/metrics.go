@@ -19,5 +19,6 @@ func exposeMetrics(srv *api.Server, decisions *decisionlog.Log, live *policy.Liv
 		srv.GaugeFunc("grantry_decision_log_waiting", "Decisions waiting in the decision log's queue.", func() float64 { return float64(decisions.Waiting()) }),
 		srv.CounterFunc("grantry_policy_reloads_total", "Policies loaded in place of the running one.", u(live.Reloads)),
 		srv.CounterFunc("grantry_policy_reload_failures_total", "Policy reloads refused because the policy did not compile or failed its tests.", u(live.ReloadFailures)),
+		srv.RegisterCacheMetrics(),
 	)
 }

@@ -92,7 +92,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	cs.add("store", store.Close)
 	store = audit.New(store, time.Now, log)
 	decisions := startDecisionLog(ctx, store, cfg.DecisionLogDays, log, cs)
-	startGrantCleanup(ctx, store, log, cs)
 	live := policy.NewLive(engine)
 	cs.add("policy watcher", watchPolicy(ctx, live, cfg.PolicyDir, log))
 
@@ -107,10 +106,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 
 	srv := api.New(api.Config{Store: store, Decider: live, Decisions: decisions, Logger: log, AdminToken: cfg.AdminToken,
 		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
-		Integrations: integrations(cfg.Integrations, sealer)})
+		Integrations: integrations(cfg.Integrations, sealer), CacheEntries: cacheEntries(cfg.CacheEntries),
+		SharedStore: cfg.MongoURI != ""})
 	if err := exposeMetrics(srv, decisions, live); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
+	// Writes through the server's store keep its cache right; other processes' writes arrive
+	// through the change feed.
+	startGrantCleanup(ctx, srv.Store(), log, cs)
+	cs.add("change feed", watchChanges(ctx, store, srv, log))
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)

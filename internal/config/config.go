@@ -33,6 +33,8 @@ type Config struct {
 	Integrations      Integrations // GRANTRY_*_BASE_URL, GRANTRY_DEFAULT_*_PROVIDER (integrations.go)
 
 	DecisionLogDays int // GRANTRY_DECISION_LOG_DAYS: days decisions are kept (decisionlog.go)
+
+	CacheEntries int // GRANTRY_CACHE_ENTRIES: users the check path keeps in memory (cache.go)
 }
 
 // Default returns the settings used when nothing is set.
@@ -48,6 +50,8 @@ func Default() Config {
 		Integrations: DefaultIntegrations(),
 
 		DecisionLogDays: DefaultDecisionLogDays,
+
+		CacheEntries: DefaultCacheEntries,
 	}
 }
 
@@ -71,6 +75,7 @@ func FromEnv(getenv func(string) string) Config {
 	c.readOperations(getenv)
 	c.readIntegrations(getenv)
 	c.readDecisionLog(getenv)
+	c.readCache(getenv)
 	return c
 }
 
@@ -84,6 +89,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.registerOperationFlags(fs)
 	c.registerIntegrationFlags(fs)
 	c.registerDecisionLogFlags(fs)
+	c.registerCacheFlags(fs)
 }
 
 // Validate reports every problem with the settings at once.
@@ -115,6 +121,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateOperations()...)
 	errs = append(errs, c.validateIntegrations()...)
 	errs = append(errs, c.validateDecisionLog()...)
+	errs = append(errs, c.validateCache()...)
 	return errors.Join(errs...)
 }
 
@@ -152,6 +159,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("secret_key_previous_set", c.SecretKeyPrevious != ""),
 		slog.Any("integrations", c.Integrations),
 		slog.Int("decision_log_days", c.DecisionLogDays),
+		slog.Int("cache_entries", c.CacheEntries),
 	)
 }
 

@@ -1,0 +1,312 @@
+package api
+
+import (
+	"container/list"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/grantry/grantry/policy"
+)
+
+// accessCache keeps, for recently checked users, what the policy reads about them (built once
+// from the store, in the form the policy reads fastest) and the decisions made from it, so
+// that a warm check reads nothing from the store and evaluates no policy.
+//
+// It is never stale for writes made through this process: every store write that changes what
+// a decision reads invalidates the users it touches (or the whole organization) before it is
+// acknowledged. Writes of other processes arrive through the store's change feed, which
+// invalidates the whole organization. A load that races an invalidation is not kept.
+//
+// It holds at most max users, dropping the least recently used; a user's memo holds at most
+// maxMemo decisions.
+type accessCache[V any] struct {
+	max    int
+	shards [cacheShards]cacheShard[V]
+	seed   maphash.Seed
+
+	mu   sync.Mutex
+	orgs map[string]*orgState
+	all  atomic.Uint64 // moves to drop everything at once
+
+	hits, misses atomic.Uint64
+}
+
+// orgState is what the cache knows of one organization as a whole.
+type orgState struct {
+	gen atomic.Uint64 // moves on every change that may touch any of its users or resources
+
+	mu        sync.Mutex
+	resGen    uint64                    // the generation resources were read at
+	resources map[string]cachedResource // by id, absent ones included
+}
+
+// cachedResource is a resource as the policy reads it, or the fact that there is none.
+type cachedResource struct {
+	r      policy.Resource
+	exists bool
+}
+
+// maxResources bounds the resources remembered per organization.
+const maxResources = 100_000
+
+// cacheShards spreads the users over locks, so that concurrent checks rarely wait for each
+// other.
+const cacheShards = 16
+
+// maxMemo bounds the decisions remembered per user: a user checked against every resource of a
+// large organization must not grow without bound.
+const maxMemo = 512
+
+type cacheShard[V any] struct {
+	mu    sync.Mutex
+	users map[cacheKey]*list.Element // of *cacheEntry
+	lru   list.List                  // front: most recently used
+	// inval counts invalidations of users of this shard, so that a load that started before
+	// one is not kept.
+	inval uint64
+}
+
+type cacheKey struct{ org, user string }
+
+// cacheEntry is one user's cached facts and decisions.
+type cacheEntry[V any] struct {
+	key cacheKey
+	gen uint64 // the generation (whole cache and organization) when the facts were read
+	// Facts is what the loader built; it is shared and must not be changed.
+	Facts V
+
+	mu   sync.Mutex
+	memo map[uint64]memoDecision // by the question's hash; see question
+}
+
+// question is what a decision answers about a user: allow for one resource id, or allow_all
+// for ids in order, as the policy sees them.
+type question struct {
+	all  bool
+	ids  []string
+	hash uint64 // of all and ids, to find a remembered answer without building a key
+}
+
+// newQuestion hashes a question with seed.
+func newQuestion(seed maphash.Seed, all bool, ids []string) question {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	if all {
+		h.WriteByte(1)
+	}
+	for _, id := range ids {
+		h.WriteString(id)
+		h.WriteByte(0)
+	}
+	return question{all: all, ids: ids, hash: h.Sum64()}
+}
+
+// memoDecision is a decision remembered for one question about the user. The question's ids
+// are kept and compared, so that two questions of the same hash cost a miss, never a wrong
+// answer.
+type memoDecision struct {
+	all      bool
+	ids      []string
+	allowed  bool
+	revision string    // of the policy that decided
+	until    time.Time // when a grant of the user expires and the answer may change; zero: never
+}
+
+func newAccessCache[V any](max int) *accessCache[V] {
+	c := &accessCache[V]{max: max, seed: maphash.MakeSeed(), orgs: map[string]*orgState{}}
+	for i := range c.shards {
+		c.shards[i].users = map[cacheKey]*list.Element{}
+	}
+	return c
+}
+
+func (c *accessCache[V]) shard(k cacheKey) *cacheShard[V] {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(k.org)
+	h.WriteByte(0)
+	h.WriteString(k.user)
+	return &c.shards[h.Sum64()%cacheShards]
+}
+
+func (c *accessCache[V]) org(org string) *orgState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.orgs[org]
+	if !ok {
+		o = &orgState{}
+		c.orgs[org] = o
+	}
+	return o
+}
+
+// gen is the generation of an organization's cached facts: it moves when the organization's,
+// or the whole cache's, does (both only grow, so their sum changes whenever either does).
+func (c *accessCache[V]) gen(o *orgState) uint64 { return o.gen.Load() + c.all.Load() }
+
+// resources returns what the policy reads of the organization's resources ids (those that do
+// not exist are left out), loading with load only the ids it does not know yet.
+func (c *accessCache[V]) resources(org string, ids []string, load func(ids []string) (map[string]policy.Resource, error)) (map[string]policy.Resource, error) {
+	if c == nil || c.max <= 0 {
+		return load(ids)
+	}
+	o := c.org(org)
+	out := make(map[string]policy.Resource, len(ids))
+	var missing []string
+	o.mu.Lock()
+	g := c.gen(o)
+	if o.resGen != g || o.resources == nil {
+		o.resources, o.resGen = map[string]cachedResource{}, g
+	}
+	for _, id := range ids {
+		cr, ok := o.resources[id]
+		switch {
+		case !ok:
+			missing = append(missing, id)
+		case cr.exists:
+			out[id] = cr.r
+		}
+	}
+	o.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	found, err := load(missing)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	keep := o.resGen == g && c.gen(o) == g
+	if keep && len(o.resources)+len(missing) > maxResources {
+		o.resources = map[string]cachedResource{}
+	}
+	for _, id := range missing {
+		r, exists := found[id]
+		if exists {
+			out[id] = r
+		}
+		if keep {
+			o.resources[id] = cachedResource{r: r, exists: exists}
+		}
+	}
+	o.mu.Unlock()
+	return out, nil
+}
+
+// user returns the cached entry of the organization's user, or loads its facts with load. A
+// nil cache, or max 0, loads every time.
+func (c *accessCache[V]) user(org, user string, load func() (V, error)) (*cacheEntry[V], error) {
+	if c == nil || c.max <= 0 {
+		facts, err := load()
+		return &cacheEntry[V]{Facts: facts}, err
+	}
+	k := cacheKey{org, user}
+	sh := c.shard(k)
+	o := c.org(org)
+	sh.mu.Lock()
+	if el, ok := sh.users[k]; ok {
+		e := el.Value.(*cacheEntry[V])
+		if e.gen == c.gen(o) {
+			sh.lru.MoveToFront(el)
+			sh.mu.Unlock()
+			c.hits.Add(1)
+			return e, nil
+		}
+		sh.lru.Remove(el)
+		delete(sh.users, k)
+	}
+	inval, g := sh.inval, c.gen(o)
+	sh.mu.Unlock()
+	c.misses.Add(1)
+
+	facts, err := load()
+	if err != nil {
+		return nil, err
+	}
+	e := &cacheEntry[V]{key: k, gen: g, Facts: facts}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.inval != inval || c.gen(o) != g {
+		return e, nil // changed while loading: use it for this request, keep nothing
+	}
+	if old, ok := sh.users[k]; ok {
+		sh.lru.Remove(old)
+	}
+	sh.users[k] = sh.lru.PushFront(e)
+	for sh.lru.Len() > c.max/cacheShards+1 {
+		last := sh.lru.Back()
+		sh.lru.Remove(last)
+		delete(sh.users, last.Value.(*cacheEntry[V]).key)
+	}
+	return e, nil
+}
+
+// invalidateUser drops what is cached of one user.
+func (c *accessCache[V]) invalidateUser(org, user string) {
+	if c == nil {
+		return
+	}
+	k := cacheKey{org, user}
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.inval++
+	if el, ok := sh.users[k]; ok {
+		sh.lru.Remove(el)
+		delete(sh.users, k)
+	}
+}
+
+// invalidateOrg drops what is cached of every user of the organization: their entries are
+// recognised as stale by their generation on their next use.
+func (c *accessCache[V]) invalidateOrg(org string) {
+	if c == nil {
+		return
+	}
+	c.org(org).gen.Add(1)
+}
+
+// invalidateAll drops everything cached, as when changes may have been missed.
+func (c *accessCache[V]) invalidateAll() {
+	if c == nil {
+		return
+	}
+	c.all.Add(1)
+}
+
+// decision returns the remembered answer to q, if policy revision decided it and it still
+// holds at now.
+func (e *cacheEntry[V]) decision(q question, revision string, now time.Time) (bool, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	d, ok := e.memo[q.hash]
+	if !ok || d.all != q.all || !slices.Equal(d.ids, q.ids) || d.revision != revision || (!d.until.IsZero() && !now.Before(d.until)) {
+		return false, false
+	}
+	return d.allowed, true
+}
+
+// remember keeps the answer to q, decided by policy revision, until (zero: until the entry is
+// dropped). A full memo is emptied rather than searched for the oldest answer.
+func (e *cacheEntry[V]) remember(q question, revision string, until time.Time, allowed bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.memo == nil || len(e.memo) >= maxMemo {
+		e.memo = make(map[uint64]memoDecision, 8)
+	}
+	e.memo[q.hash] = memoDecision{all: q.all, ids: slices.Clone(q.ids), allowed: allowed, revision: revision, until: until}
+}
+
+// len reports how many users are cached.
+func (c *accessCache[V]) len() int {
+	n := 0
+	for i := range c.shards {
+		c.shards[i].mu.Lock()
+		n += c.shards[i].lru.Len()
+		c.shards[i].mu.Unlock()
+	}
+	return n
+}

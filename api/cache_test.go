@@ -1,0 +1,192 @@
+package api
+
+import (
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/grantry/grantry/policy"
+)
+
+func TestAccessCacheUsers(t *testing.T) {
+	c := newAccessCache[string](1000)
+	loads := 0
+	loader := func(facts string) func() (string, error) {
+		return func() (string, error) { loads++; return facts, nil }
+	}
+	get := func(org, user string, load func() (string, error)) *cacheEntry[string] {
+		t.Helper()
+		e, err := c.user(org, user, load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+
+	tests := []struct {
+		name      string
+		before    func()
+		org, user string
+		wantLoad  bool
+	}{
+		{"first use loads", nil, "o1", "ada", true},
+		{"second use is cached", nil, "o1", "ada", false},
+		{"another user loads", nil, "o1", "bob", true},
+		{"the same user id in another org loads", nil, "o2", "ada", true},
+		{"after invalidating the user", func() { c.invalidateUser("o1", "ada") }, "o1", "ada", true},
+		{"another user of the org is untouched", nil, "o1", "bob", false},
+		{"after invalidating the org", func() { c.invalidateOrg("o1") }, "o1", "bob", true},
+		{"another org is untouched", nil, "o2", "ada", false},
+		{"after invalidating everything", func() { c.invalidateAll() }, "o2", "ada", true},
+		{"everything is reloaded", nil, "o1", "ada", true},
+	}
+	for _, tc := range tests {
+		if tc.before != nil {
+			tc.before()
+		}
+		before := loads
+		get(tc.org, tc.user, loader("facts"))
+		if got := loads > before; got != tc.wantLoad {
+			t.Errorf("%s: loaded = %v, want %v", tc.name, got, tc.wantLoad)
+		}
+	}
+}
+
+// TestAccessCacheLoadRacingAWrite: a load that an invalidation overtakes is used once but not
+// kept, so that the write is seen on the next check.
+func TestAccessCacheLoadRacingAWrite(t *testing.T) {
+	for _, invalidate := range []string{"user", "org"} {
+		c := newAccessCache[string](1000)
+		e, _ := c.user("o", "ada", func() (string, error) {
+			if invalidate == "user" {
+				c.invalidateUser("o", "ada")
+			} else {
+				c.invalidateOrg("o")
+			}
+			return "read before the write", nil
+		})
+		if e.Facts != "read before the write" {
+			t.Fatalf("%s: the racing load was not returned", invalidate)
+		}
+		e, _ = c.user("o", "ada", func() (string, error) { return "read after", nil })
+		if e.Facts != "read after" {
+			t.Errorf("invalidating the %s during a load: next use got %q, want a fresh load", invalidate, e.Facts)
+		}
+	}
+}
+
+func TestAccessCacheIsBounded(t *testing.T) {
+	c := newAccessCache[int](64)
+	for i := range 10_000 {
+		c.user("o", fmt.Sprint(i), func() (int, error) { return i, nil })
+	}
+	if n := c.len(); n > 64+cacheShards {
+		t.Errorf("%d users cached, want at most about 64", n)
+	}
+	// The most recent user is still there.
+	e, _ := c.user("o", "9999", func() (int, error) { return -1, nil })
+	if e.Facts != 9999 {
+		t.Error("the most recently used user was evicted")
+	}
+}
+
+func TestAccessCacheOff(t *testing.T) {
+	var c *accessCache[int]
+	loads := 0
+	for range 3 {
+		c.user("o", "u", func() (int, error) { loads++; return 0, nil })
+	}
+	c.invalidateUser("o", "u")
+	c.invalidateOrg("o")
+	if loads != 3 {
+		t.Errorf("a nil cache loaded %d times for 3 uses, want every time", loads)
+	}
+}
+
+func TestMemo(t *testing.T) {
+	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	seed := maphash.MakeSeed()
+	q := func(all bool, ids ...string) question { return newQuestion(seed, all, ids) }
+	e := &cacheEntry[int]{}
+	if _, ok := e.decision(q(false, "r1"), "rev1", now); ok {
+		t.Fatal("an empty memo answered")
+	}
+	e.remember(q(false, "r1"), "rev1", time.Time{}, true)
+	e.remember(q(false, "r2"), "rev1", now.Add(time.Minute), false)
+	e.remember(q(true, "r1", "r2"), "rev1", time.Time{}, true)
+	tests := []struct {
+		name     string
+		q        question
+		revision string
+		at       time.Time
+		want, ok bool
+	}{
+		{"remembered", q(false, "r1"), "rev1", now, true, true},
+		{"a day later", q(false, "r1"), "rev1", now.Add(24 * time.Hour), true, true},
+		{"before its grant expires", q(false, "r2"), "rev1", now.Add(59 * time.Second), false, true},
+		{"once its grant expired", q(false, "r2"), "rev1", now.Add(time.Minute), false, false},
+		{"another policy", q(false, "r1"), "rev2", now, false, false},
+		{"never asked", q(false, "r3"), "rev1", now, false, false},
+		{"allow_all of the same ids", q(true, "r1", "r2"), "rev1", now, true, true},
+		{"allow_all in another order", q(true, "r2", "r1"), "rev1", now, false, false},
+		{"allow of an id asked by allow_all", q(true, "r1"), "rev1", now, false, false},
+		// Two questions with one hash: the ids are compared, so it is a miss.
+		{"a hash collision", question{ids: []string{"r9"}, hash: q(false, "r1").hash}, "rev1", now, false, false},
+	}
+	for _, tc := range tests {
+		got, ok := e.decision(tc.q, tc.revision, tc.at)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: decision = %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+	ids := []string{"r5"}
+	e.remember(q(false, ids...), "rev1", time.Time{}, true)
+	ids[0] = "changed"
+	if _, ok := e.decision(q(false, "r5"), "rev1", now); !ok {
+		t.Error("the memo kept the caller's slice instead of a copy")
+	}
+	for i := range maxMemo + 10 {
+		e.remember(q(false, fmt.Sprint("q", i)), "rev1", time.Time{}, true)
+	}
+	if len(e.memo) > maxMemo {
+		t.Errorf("memo holds %d decisions, want at most %d", len(e.memo), maxMemo)
+	}
+}
+
+func TestAccessCacheResources(t *testing.T) {
+	c := newAccessCache[int](1000)
+	stored := map[string]policy.Resource{"r1": {Kind: "model", Name: "a"}, "r2": {Kind: "dataset", Name: "b"}}
+	var asked [][]string
+	load := func(ids []string) (map[string]policy.Resource, error) {
+		asked = append(asked, slices.Clone(ids))
+		out := map[string]policy.Resource{}
+		for _, id := range ids {
+			if r, ok := stored[id]; ok {
+				out[id] = r
+			}
+		}
+		return out, nil
+	}
+	get := func(ids ...string) map[string]policy.Resource {
+		t.Helper()
+		got, err := c.resources("o", ids, load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := get("r1", "gone"); !maps.Equal(got, map[string]policy.Resource{"r1": stored["r1"]}) {
+		t.Errorf("first read = %v", got)
+	}
+	if got := get("r1", "r2", "gone"); len(got) != 2 || len(asked) != 2 || !slices.Equal(asked[1], []string{"r2"}) {
+		t.Errorf("second read = %v after loading %v; want only r2 loaded (r1 and the absent one remembered)", got, asked)
+	}
+	stored["gone"] = policy.Resource{Kind: "function", Name: "new"}
+	c.invalidateOrg("o")
+	if got := get("gone"); got["gone"].Name != "new" {
+		t.Errorf("after invalidating the org = %v, want the new resource", got)
+	}
+}

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt"
+)
+
+// BenchmarkDecision measures the in-process decision path without HTTP: the user's facts from
+// the check path's cache and the decision from its memo when warm, or the facts from the store
+// and one policy evaluation when cold (every entry of the cache dropped before each one).
+func BenchmarkDecision(b *testing.B) {
+	const org = "bench"
+	ctx := context.Background()
+	store, err := bolt.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close(ctx) })
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := store.NewLoader(0)
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(l.AddIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "dir", Name: "dir", Type: "import", CreatedAt: at}))
+	var resources []string
+	for i := range 5000 {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		resources = append(resources, id)
+		must(l.AddResource(ctx, storage.Resource{OrgID: org, ID: id, Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("model-", i), CreatedAt: at}))
+	}
+	for _, n := range []int{50, 5000} {
+		user := fmt.Sprint("holds-", n)
+		must(l.AddUser(ctx, storage.User{OrgID: org, ID: user, Email: user + "@x", Active: true, IntegrationID: "dir", IntegrationName: "dir", ImportedAt: at, ModifiedAt: at}))
+		for _, r := range resources[:n] {
+			must(l.AddGrant(ctx, storage.Grant{OrgID: org, UserID: user, ResourceID: r, CreatedAt: at}))
+		}
+	}
+	must(l.Flush(ctx))
+	engine, err := policy.New(ctx, policy.Embedded())
+	must(err)
+	s := New(Config{Store: store, Decider: engine})
+
+	decide := func(b *testing.B, user string, ids []string, all, cold bool) {
+		b.Helper()
+		b.ReportAllocs()
+		for b.Loop() {
+			if cold {
+				s.cache.invalidateAll()
+			}
+			f, err := s.userFacts(ctx, org, user)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d, revision := s.pinPolicy()
+			now := s.now()
+			allowed, ok := s.remembered(f, all, ids, revision, now)
+			if !ok {
+				rs, err := s.resourceFacts(ctx, org, ids)
+				if err != nil {
+					b.Fatal(err)
+				}
+				allowed = s.decideFor(ctx, d, revision, f, all, policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: now})
+			}
+			if !allowed {
+				b.Fatal("denied a granted resource")
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		user string
+		ids  []string
+		all  bool
+	}{
+		{"warm/can_user_access/grants=50", "holds-50", resources[:1], false},
+		{"warm/can_user_access/grants=5000", "holds-5000", resources[:1], false},
+		{"warm/can_user_access_all/tags=50", "holds-50", resources[:50], true},
+	} {
+		b.Run(tc.name, func(b *testing.B) { decide(b, tc.user, tc.ids, tc.all, false) })
+	}
+	b.Run("warm/can_user_access_all/tags=100", func(b *testing.B) {
+		tags := append(append([]string{}, resources[:50]...), resources[:50]...)
+		decide(b, "holds-50", tags, true, false)
+	})
+	for _, n := range []int{50, 5000} {
+		b.Run(fmt.Sprintf("cold/can_user_access/grants=%d", n), func(b *testing.B) {
+			decide(b, fmt.Sprint("holds-", n), resources[:1], false, true)
+		})
+	}
+}

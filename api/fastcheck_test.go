@@ -1,0 +1,125 @@
+package api
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDecodeCheckFast(t *testing.T) {
+	const id = "0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"
+	tests := []struct {
+		body string
+		want accessRequest
+		ok   bool
+	}{
+		{`{"user_id":"ada","svc_id":"` + id + `"}`, accessRequest{"ada", id}, true},
+		{" {\n\t\"svc_id\" : \"" + id + "\" , \"user_id\":\"ada\" }\r\n", accessRequest{"ada", id}, true},
+		{`{"user_id":"Zoë","svc_id":"` + strings.ToUpper(id) + `"}`, accessRequest{"Zoë", strings.ToUpper(id)}, true},
+		// Everything else goes to the full decoder, which reports problems.
+		{`{"user_id":"ada"}`, accessRequest{}, false},
+		{`{}`, accessRequest{}, false},
+		{`{"user_id":"","svc_id":"` + id + `"}`, accessRequest{}, false},
+		{`{"user_id":"` + strings.Repeat("a", 257) + `","svc_id":"` + id + `"}`, accessRequest{}, false},
+		{`{"user_id":"ada","svc_id":"nope"}`, accessRequest{}, false},
+		{`{"user_id":"a\"da","svc_id":"` + id + `"}`, accessRequest{}, false},
+		{`{"user_id":"ada","svc_id":"` + id + `","extra":1}`, accessRequest{}, false},
+		{`{"user_id":"ada","user_id":"bob","svc_id":"` + id + `"}`, accessRequest{}, false},
+		{`{"USER_ID":"ada","svc_id":"` + id + `"}`, accessRequest{}, false},
+		{`{"user_id":7,"svc_id":"` + id + `"}`, accessRequest{}, false},
+		{`{"user_id":"ada","svc_id":"` + id + `"} x`, accessRequest{}, false},
+		{`{"user_id":"ada","svc_id":"` + id + `"`, accessRequest{}, false},
+		{"{\"user_id\":\"a\xffa\",\"svc_id\":\"" + id + "\"}", accessRequest{}, false},
+		{"{\"user_id\":\"a\tb\",\"svc_id\":\"" + id + "\"}", accessRequest{}, false},
+		{``, accessRequest{}, false},
+	}
+	for _, tc := range tests {
+		got, ok := decodeCheckFast([]byte(tc.body))
+		if ok != tc.ok || (ok && got != tc.want) {
+			t.Errorf("decodeCheckFast(%q) = %+v, %v; want %+v, %v", tc.body, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzDecodeCheckFast: whatever the fast decoder accepts, the full decoder accepts too, with
+// the same values; so taking the fast path never changes an answer.
+func FuzzDecodeCheckFast(f *testing.F) {
+	for _, s := range []string{
+		`{"user_id":"ada","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"}`,
+		` {"svc_id" : "0B6F1A52-6A51-4C59-9A43-3C1F4F2F6A01","user_id":"x"} `,
+		`{"user_id":"a","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01","user_id":"b"}`,
+		`{"user_id":"\u00e9","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	v := newValidator()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fast, ok := decodeCheckFast(body)
+		if !ok {
+			return
+		}
+		var full accessRequest
+		if err := decodeBody(v, body, &full); err != nil {
+			t.Fatalf("fast path accepted %q, the full decoder refused it: %v", body, err)
+		}
+		if fast != full {
+			t.Fatalf("fast path read %q as %+v, the full decoder as %+v", body, fast, full)
+		}
+	})
+}
+
+func TestDecodeCheckAllFast(t *testing.T) {
+	const a, b = "0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01", "7d0c1d8e-8f53-4a43-9b5e-2a1e9f0b7c02"
+	many := `"` + strings.Repeat(a+`","`, 1000) + a + `"`
+	tests := []struct {
+		body string
+		want accessAllRequest
+		ok   bool
+	}{
+		{`{"user_id":"ada","tags":["` + a + `","` + b + `"]}`, accessAllRequest{"ada", []string{a, b}}, true},
+		{` { "tags" : [ "` + a + `" ] , "user_id" : "ada" } `, accessAllRequest{"ada", []string{a}}, true},
+		// Everything else goes to the full decoder, which reports problems.
+		{`{"user_id":"ada","tags":[]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":[` + many + `]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":["nope"]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":"` + a + `"}`, accessAllRequest{}, false},
+		{`{"user_id":["ada"],"tags":["` + a + `"]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":["` + a + `",]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":["` + a + `" "` + b + `"]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":["` + a + `"],"tags":["` + b + `"]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":[7]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada"}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","svc_id":"` + a + `"}`, accessAllRequest{}, false},
+	}
+	for _, tc := range tests {
+		got, ok := decodeCheckAllFast([]byte(tc.body))
+		if ok != tc.ok || (ok && (got.UserID != tc.want.UserID || strings.Join(got.Tags, ",") != strings.Join(tc.want.Tags, ","))) {
+			t.Errorf("decodeCheckAllFast(%.80q) = %+v, %v; want %+v, %v", tc.body, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// FuzzDecodeCheckAllFast: whatever the fast decoder accepts, the full decoder accepts with the
+// same values.
+func FuzzDecodeCheckAllFast(f *testing.F) {
+	for _, s := range []string{
+		`{"user_id":"ada","tags":["0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"]}`,
+		` {"tags" : [ "0B6F1A52-6A51-4C59-9A43-3C1F4F2F6A01" , "0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"],"user_id":"x"} `,
+		`{"user_id":"a","tags":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	v := newValidator()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fast, ok := decodeCheckAllFast(body)
+		if !ok {
+			return
+		}
+		var full accessAllRequest
+		if err := decodeBody(v, body, &full); err != nil {
+			t.Fatalf("fast path accepted %q, the full decoder refused it: %v", body, err)
+		}
+		if fast.UserID != full.UserID || strings.Join(fast.Tags, "\x00") != strings.Join(full.Tags, "\x00") {
+			t.Fatalf("fast path read %q as %+v, the full decoder as %+v", body, fast, full)
+		}
+	})
+}

@@ -1,0 +1,142 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
+)
+
+// invalidating is the store as the server uses it: every write that may change a decision
+// drops what the check path cached of the users it touched (or of the whole organization,
+// where a write reaches many users), and then touches the organization in the store's change
+// feed so that other processes drop theirs. Both happen before the write is acknowledged, so a
+// check that follows a write always sees it. Writes that change no decision (secrets, API
+// keys, events) pass straight through; TestEveryStoreMethodIsClassified keeps the two lists
+// complete.
+type invalidating struct {
+	storage.Store
+	cache *accessCache[*policy.User]
+}
+
+// changedUser drops the cached facts of one user after a write, and touches the organization
+// if the write succeeded. A failed write may still have happened, so it drops them too.
+func (st invalidating) changedUser(ctx context.Context, err error, orgID, userID string) error {
+	st.cache.invalidateUser(orgID, userID)
+	if err != nil {
+		return err
+	}
+	return st.Store.Touch(ctx, orgID)
+}
+
+// changedOrg drops what is cached of every user of an organization after a write.
+func (st invalidating) changedOrg(ctx context.Context, err error, orgID string) error {
+	st.cache.invalidateOrg(orgID)
+	if err != nil {
+		return err
+	}
+	return st.Store.Touch(ctx, orgID)
+}
+
+// Resources: a decision reads whether the resources asked about exist, and removing one also
+// removes its grants, so both reach the whole organization.
+
+func (st invalidating) CreateResource(ctx context.Context, r storage.Resource) error {
+	return st.changedOrg(ctx, st.Store.CreateResource(ctx, r), r.OrgID)
+}
+
+func (st invalidating) DeleteResource(ctx context.Context, orgID, id string) error {
+	return st.changedOrg(ctx, st.Store.DeleteResource(ctx, orgID, id), orgID)
+}
+
+// Users.
+
+func (st invalidating) ImportUsers(ctx context.Context, orgID, integrationID string, users []storage.UserImport, now time.Time) ([]storage.User, error) {
+	out, err := st.Store.ImportUsers(ctx, orgID, integrationID, users, now)
+	if err != nil {
+		// A refused import may have written part of itself (and a new user may have been
+		// cached as unknown): forget the organization.
+		return out, st.changedOrg(ctx, err, orgID)
+	}
+	for _, u := range out {
+		st.cache.invalidateUser(orgID, u.ID)
+	}
+	return out, st.changedOrg(ctx, nil, orgID)
+}
+
+func (st invalidating) CreateUser(ctx context.Context, u storage.User) error {
+	return st.changedUser(ctx, st.Store.CreateUser(ctx, u), u.OrgID, u.ID)
+}
+
+func (st invalidating) UpdateUser(ctx context.Context, orgID, integrationID, id string, fn func(*storage.User) error) (storage.User, error) {
+	u, err := st.Store.UpdateUser(ctx, orgID, integrationID, id, fn)
+	return u, st.changedUser(ctx, err, orgID, id)
+}
+
+func (st invalidating) DeleteUser(ctx context.Context, orgID, integrationID, id string, now time.Time) error {
+	return st.changedUser(ctx, st.Store.DeleteUser(ctx, orgID, integrationID, id, now), orgID, id)
+}
+
+// Grants to users.
+
+func (st invalidating) Grant(ctx context.Context, g storage.Grant) error {
+	return st.changedUser(ctx, st.Store.Grant(ctx, g), g.OrgID, g.UserID)
+}
+
+func (st invalidating) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
+	changed, err := st.Store.GrantChanged(ctx, g)
+	return changed, st.changedUser(ctx, err, g.OrgID, g.UserID)
+}
+
+func (st invalidating) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, error) {
+	before, err := st.Store.SetGrant(ctx, g)
+	return before, st.changedUser(ctx, err, g.OrgID, g.UserID)
+}
+
+func (st invalidating) Revoke(ctx context.Context, orgID, userID, resourceID string) error {
+	return st.changedUser(ctx, st.Store.Revoke(ctx, orgID, userID, resourceID), orgID, userID)
+}
+
+func (st invalidating) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
+	removed, err := st.Store.RevokeChanged(ctx, orgID, userID, resourceID)
+	return removed, st.changedUser(ctx, err, orgID, userID)
+}
+
+// Groups and their grants reach every member.
+
+func (st invalidating) CreateGroup(ctx context.Context, g storage.Group) error {
+	return st.changedOrg(ctx, st.Store.CreateGroup(ctx, g), g.OrgID)
+}
+
+func (st invalidating) UpdateGroup(ctx context.Context, orgID, integrationID, id string, fn func(*storage.Group) error) (storage.Group, error) {
+	g, err := st.Store.UpdateGroup(ctx, orgID, integrationID, id, fn)
+	return g, st.changedOrg(ctx, err, orgID)
+}
+
+func (st invalidating) DeleteGroup(ctx context.Context, orgID, integrationID, id string) error {
+	return st.changedOrg(ctx, st.Store.DeleteGroup(ctx, orgID, integrationID, id), orgID)
+}
+
+func (st invalidating) SetGroupGrant(ctx context.Context, g storage.GroupGrant) (*storage.GroupGrant, error) {
+	before, err := st.Store.SetGroupGrant(ctx, g)
+	return before, st.changedOrg(ctx, err, g.OrgID)
+}
+
+func (st invalidating) RevokeGroupGrant(ctx context.Context, orgID, groupID, resourceID string) (bool, error) {
+	removed, err := st.Store.RevokeGroupGrant(ctx, orgID, groupID, resourceID)
+	return removed, st.changedOrg(ctx, err, orgID)
+}
+
+// DeleteExpiredGrants removes grants that already allow nothing, so no decision changes; the
+// users' facts are dropped all the same, so that explain stops calling them "expired".
+func (st invalidating) DeleteExpiredGrants(ctx context.Context, now time.Time) (storage.ExpiredGrants, error) {
+	gone, err := st.Store.DeleteExpiredGrants(ctx, now)
+	for _, g := range gone.Users {
+		st.cache.invalidateUser(g.OrgID, g.UserID)
+	}
+	for _, g := range gone.Groups {
+		st.cache.invalidateOrg(g.OrgID)
+	}
+	return gone, err
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestTwoProcessesShareOneStore runs two Grantry processes on one FerretDB, as replicas share
+// one MongoDB: a change made through either is seen by a check on the other within a second,
+// although the other has cached what it answered before (FerretDB has no change streams, so
+// this is the polling fallback every standalone deployment relies on).
+func TestTwoProcessesShareOneStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs FerretDB")
+	}
+	host := startFerretDB(t)
+	env := func() map[string]string {
+		return map[string]string{
+			"GRANTRY_MONGO_URI":         "mongodb://" + host + "/?maxPoolSize=1",
+			"GRANTRY_MONGO_DB":          "shared",
+			"GRANTRY_DATA_DIR":          t.TempDir(),
+			"GRANTRY_BOOTSTRAP_API_KEY": "boot-key",
+		}
+	}
+	a, _, _ := startServer(t, env())
+	b, _, _ := startServer(t, env())
+	models, users := setUp(t, a, "boot-key", 2, 2)
+	check := func(base, user, model string) bool {
+		t.Helper()
+		status, _, body := do(t, "POST", base+"/provisions/can_user_access", `{"user_id":"`+user+`","svc_id":"`+model+`"}`)
+		if status != http.StatusOK {
+			t.Fatalf("check on %s = %d %s", base, status, body)
+		}
+		return body == "true"
+	}
+	// within checks on other until it answers want, and fails if that takes over a second.
+	within := func(what, other, user, model string, want bool) {
+		t.Helper()
+		start := time.Now()
+		for check(other, user, model) != want {
+			if time.Since(start) > time.Second {
+				t.Fatalf("%s: the other process still answers %v after a second", what, !want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Logf("%s: seen by the other process after %v", what, time.Since(start).Round(time.Millisecond))
+	}
+	grant := func(base, path, user, model string) {
+		t.Helper()
+		if status, _, body := do(t, "POST", base+path, `{"user_id":"`+user+`","svc_id":"`+model+`"}`); status != http.StatusOK {
+			t.Fatalf("%s on %s = %d %s", path, base, status, body)
+		}
+	}
+
+	// Both processes have answered, and cached, "no".
+	for _, base := range []string{a, b} {
+		if check(base, users[0], models[0]) {
+			t.Fatal("allowed before any grant")
+		}
+	}
+	grant(a, "/provisions/add_to_user", users[0], models[0])
+	if !check(a, users[0], models[0]) {
+		t.Fatal("the process that granted does not see its own grant")
+	}
+	within("grant on A", b, users[0], models[0], true)
+
+	grant(b, "/provisions/remove_from_user", users[0], models[0])
+	if check(b, users[0], models[0]) {
+		t.Fatal("the process that revoked does not see its own revoke")
+	}
+	within("revoke on B", a, users[0], models[0], false)
+
+	grant(a, "/provisions/add_to_user", users[1], models[1])
+	within("second grant on A", b, users[1], models[1], true)
+	if status, _, body := do(t, "POST", a+"/llm_integration/remove", `{"svc_id":"`+models[1]+`"}`); status != http.StatusOK {
+		t.Fatalf("remove = %d %s", status, body)
+	}
+	within("removal on A", b, users[1], models[1], false)
+}
