@@ -47,6 +47,12 @@ func (s *Store) Revoke(ctx context.Context, orgID, userID, resourceID string) er
 
 // RevokeChanged is Revoke, and reports whether a grant was removed.
 func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
+	return s.RevokeRecorded(ctx, orgID, userID, resourceID, nil)
+}
+
+// RevokeRecorded is RevokeChanged, and appends to the audit trail, in the same transaction, the
+// events that record makes of whether a grant was removed, as SetGrantRecorded does.
+func (s *Store) RevokeRecorded(ctx context.Context, orgID, userID, resourceID string, record func(removed bool) []storage.Event) (bool, error) {
 	var removed bool
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketUsers).Get(key(orgID, userID)) == nil {
@@ -57,7 +63,10 @@ func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID str
 		if err := tx.Bucket(bucketGrantsByResource).Delete(key(orgID, resourceID, userID)); err != nil {
 			return err
 		}
-		return grants.Delete(key(orgID, userID, resourceID))
+		if err := grants.Delete(key(orgID, userID, resourceID)); err != nil {
+			return err
+		}
+		return recordIn(tx, record, removed)
 	})
 	if err != nil {
 		return false, fmt.Errorf("revoke %s from %s: %w", resourceID, userID, err)
@@ -95,7 +104,7 @@ func (s *Store) UserGrants(ctx context.Context, orgID, userID string) ([]storage
 	var recs []grantRecord
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var err error
-		recs, err = scan[grantRecord](tx.Bucket(bucketGrants), key(orgID, userID))
+		recs, err = scanGrants(tx.Bucket(bucketGrants), key(orgID, userID))
 		return err
 	})
 	if err != nil {
@@ -113,7 +122,7 @@ func (s *Store) ListGrants(ctx context.Context, orgID string) ([]storage.Grant, 
 	var recs []grantRecord
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var err error
-		recs, err = scan[grantRecord](tx.Bucket(bucketGrants), key(orgID))
+		recs, err = scanGrants(tx.Bucket(bucketGrants), key(orgID))
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,158 @@
+package bolt
+
+import (
+	"fmt"
+
+	"bytes"
+	"encoding/json"
+	bbolt "go.etcd.io/bbolt"
+	"strconv"
+)
+
+// decodeGrant decodes a stored grant. Loading a user's grants is on the path of a first check,
+// so the records this store writes (json.Marshal of grantRecord: strings without escapes,
+// integer times) are read by a small scanner; anything else takes encoding/json.
+func decodeGrant(data []byte, r *grantRecord) error {
+	if fastGrant(data, r) {
+		return nil
+	}
+	*r = grantRecord{}
+	return json.Unmarshal(data, r)
+}
+
+// fastGrant decodes data into r if it is a flat object whose keys are grantRecord's, each
+// once at most, with strings free of escapes and times plain integers, and reports whether it
+// did.
+func fastGrant(data []byte, r *grantRecord) bool {
+	*r = grantRecord{}
+	var seen [5]bool
+	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
+		return false
+	}
+	rest := data[1 : len(data)-1]
+	for len(rest) > 0 {
+		k, v, tail, ok := nextMember(rest)
+		if !ok {
+			return false
+		}
+		rest = tail
+		var field int
+		var str *string
+		var num *int64
+		switch string(k) {
+		case "org_id":
+			field, str = 0, &r.OrgID
+		case "user_id":
+			field, str = 1, &r.UserID
+		case "resource_id":
+			field, str = 2, &r.ResourceID
+		case "created_at":
+			field, num = 3, &r.CreatedAt
+		case "expires_at":
+			field, num = 4, &r.ExpiresAt
+		default:
+			return false
+		}
+		if seen[field] {
+			return false
+		}
+		seen[field] = true
+		if str != nil {
+			if len(v) < 2 || v[0] != '"' {
+				return false
+			}
+			*str = string(v[1 : len(v)-1])
+			continue
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return false
+		}
+		*num = n
+	}
+	return true
+}
+
+// nextMember splits `"key":value,rest` (no spaces, as encoding/json writes) where value is a
+// string without backslashes or a bare number. ok is false for anything else.
+func nextMember(b []byte) (key, value, rest []byte, ok bool) {
+	if len(b) < 2 || b[0] != '"' {
+		return nil, nil, nil, false
+	}
+	end := bytes.IndexByte(b[1:], '"')
+	if end < 0 || len(b) < end+3 || b[end+2] != ':' {
+		return nil, nil, nil, false
+	}
+	key, b = b[1:end+1], b[end+3:]
+	if !plain(key) {
+		return nil, nil, nil, false
+	}
+	if len(b) > 0 && b[0] == '"' {
+		end = bytes.IndexByte(b[1:], '"')
+		if end < 0 {
+			return nil, nil, nil, false
+		}
+		value, b = b[:end+2], b[end+2:]
+		if !plain(value[1 : len(value)-1]) {
+			return nil, nil, nil, false
+		}
+	} else {
+		end = bytes.IndexByte(b, ',')
+		if end < 0 {
+			end = len(b)
+		}
+		value, b = b[:end], b[end:]
+		if !integer(value) {
+			return nil, nil, nil, false
+		}
+	}
+	switch {
+	case len(b) == 0:
+		return key, value, nil, true
+	case b[0] == ',' && len(b) > 1:
+		return key, value, b[1:], true
+	}
+	return nil, nil, nil, false
+}
+
+// plain reports whether a JSON string's contents mean exactly their bytes: printable ASCII
+// without escapes.
+func plain(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// integer reports whether b is a JSON integer: an optional minus, then 0 or digits not
+// starting with 0.
+func integer(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// scanGrants is scan for grant records, through decodeGrant.
+func scanGrants(b *bbolt.Bucket, prefix []byte) ([]grantRecord, error) {
+	var out []grantRecord
+	c := b.Cursor()
+	for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
+		var r grantRecord
+		if err := decodeGrant(data, &r); err != nil {
+			return nil, fmt.Errorf("decode %q: %w", k, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

@@ -1,0 +1,64 @@
+package bolt
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestDecodeGrant checks the grant decoder on what this store writes and on what only
+// encoding/json can read.
+func TestDecodeGrant(t *testing.T) {
+	tests := []struct {
+		name string
+		data string
+		fast bool // whether the scanner, not encoding/json, should decode it
+		want grantRecord
+	}{
+		{"written by Marshal", `{"org_id":"o","user_id":"u","resource_id":"r","created_at":1700000000000}`, true,
+			grantRecord{OrgID: "o", UserID: "u", ResourceID: "r", CreatedAt: 1700000000000}},
+		{"with expiry", `{"org_id":"o","user_id":"u","resource_id":"r","created_at":1,"expires_at":-5}`, true,
+			grantRecord{OrgID: "o", UserID: "u", ResourceID: "r", CreatedAt: 1, ExpiresAt: -5}},
+		{"escaped user id", `{"org_id":"o","user_id":"a\"b","resource_id":"r","created_at":1}`, false,
+			grantRecord{OrgID: "o", UserID: `a"b`, ResourceID: "r", CreatedAt: 1}},
+		{"non-ASCII user id", `{"org_id":"o","user_id":"zoë","resource_id":"r","created_at":1}`, false,
+			grantRecord{OrgID: "o", UserID: "zoë", ResourceID: "r", CreatedAt: 1}},
+		{"spaces", `{"org_id": "o", "user_id": "u"}`, false, grantRecord{OrgID: "o", UserID: "u"}},
+		{"unknown field", `{"org_id":"o","note":"x"}`, false, grantRecord{OrgID: "o"}},
+		{"duplicate field", `{"org_id":"o","org_id":"p"}`, false, grantRecord{OrgID: "p"}},
+		{"empty", `{}`, true, grantRecord{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var fast grantRecord
+			if got := fastGrant([]byte(tc.data), &fast); got != tc.fast {
+				t.Errorf("fastGrant = %v, want %v", got, tc.fast)
+			}
+			var got grantRecord
+			if err := decodeGrant([]byte(tc.data), &got); err != nil || got != tc.want {
+				t.Errorf("decodeGrant = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzDecodeGrant checks that whatever the scanner accepts, encoding/json reads the same way.
+func FuzzDecodeGrant(f *testing.F) {
+	for _, r := range []grantRecord{{OrgID: "o", UserID: "u", ResourceID: "r", CreatedAt: 1}, {ExpiresAt: -1}, {UserID: `"\`}} {
+		b, err := json.Marshal(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"created_at":01}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast grantRecord
+		if !fastGrant(data, &fast) {
+			return
+		}
+		var want grantRecord
+		if err := json.Unmarshal(data, &want); err != nil || fast != want {
+			t.Fatalf("fastGrant(%q) = %+v; encoding/json: %+v, %v", data, fast, want, err)
+		}
+	})
+}
