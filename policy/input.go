@@ -86,6 +86,8 @@ type Grant struct {
 	Name string
 	// ExpiresAt is when the grant stops allowing; zero means never.
 	ExpiresAt time.Time
+
+	term *ast.Term // the grant as an OPA value, shared by every grant of the resource; or nil
 }
 
 // Group is a group of users as the policy reads it.
@@ -95,10 +97,43 @@ type Group struct {
 	Grants map[string]Grant
 }
 
-// Resource is the part of a registered resource the policy reads.
+// Resource is the part of a registered resource the policy reads. A Resource made by
+// NewResource carries its OPA values, built once; one made as a literal has them built on
+// each use.
 type Resource struct {
 	Kind string
 	Name string
+
+	term  *ast.Term // as input.resources holds it
+	grant *ast.Term // a grant of it that never expires, as resource_list holds it
+}
+
+// NewResource returns the resource with its OPA values built, so that the many users and
+// decisions that read it share them instead of building their own.
+func NewResource(kind, name string) Resource {
+	r := Resource{Kind: kind, Name: name}
+	r.term, r.grant = r.resourceTerm(), grantTerm(name, time.Time{})
+	return r
+}
+
+// Grant returns a grant of the resource that expires at expiresAt (zero: never), sharing the
+// resource's OPA value when it never expires.
+func (r Resource) Grant(expiresAt time.Time) Grant {
+	g := Grant{Name: r.Name, ExpiresAt: expiresAt}
+	if expiresAt.IsZero() {
+		g.term = r.grant
+	}
+	return g
+}
+
+func (r Resource) resourceTerm() *ast.Term {
+	if r.term != nil {
+		return r.term
+	}
+	return ast.ObjectTerm(
+		ast.Item(ast.StringTerm("kind"), ast.StringTerm(r.Kind)),
+		ast.Item(ast.StringTerm("name"), ast.StringTerm(r.Name)),
+	)
 }
 
 // value builds the input as an OPA value directly, which costs far less than encoding JSON and
@@ -110,10 +145,7 @@ func (in Input) value() ast.Value {
 	}
 	resources := ast.NewObject()
 	for id, r := range in.Resources {
-		resources.Insert(ast.StringTerm(id), ast.ObjectTerm(
-			ast.Item(ast.StringTerm("kind"), ast.StringTerm(r.Kind)),
-			ast.Item(ast.StringTerm("name"), ast.StringTerm(r.Name)),
-		))
+		resources.Insert(ast.StringTerm(id), r.resourceTerm())
 	}
 	obj := ast.NewObject(
 		ast.Item(ast.StringTerm("resource_ids"), ast.ArrayTerm(ids...)),
@@ -133,13 +165,23 @@ func (in Input) value() ast.Value {
 func grantsTerm(grants map[string]Grant) *ast.Term {
 	list := ast.NewObject()
 	for id, g := range grants {
-		grant := ast.NewObject(ast.Item(ast.StringTerm("name"), ast.StringTerm(g.Name)))
-		if !g.ExpiresAt.IsZero() {
-			grant.Insert(ast.StringTerm("expires_at"), nanosTerm(g.ExpiresAt))
+		term := g.term
+		if term == nil {
+			term = grantTerm(g.Name, g.ExpiresAt)
 		}
-		list.Insert(ast.StringTerm(id), ast.NewTerm(grant))
+		list.Insert(ast.StringTerm(id), term)
 	}
 	return ast.NewTerm(list)
+}
+
+// grantTerm is one grant of resource_list: {"name": "...", "expires_at": <ns>}, without
+// expires_at when expiresAt is zero.
+func grantTerm(name string, expiresAt time.Time) *ast.Term {
+	grant := ast.NewObject(ast.Item(ast.StringTerm("name"), ast.StringTerm(name)))
+	if !expiresAt.IsZero() {
+		grant.Insert(ast.StringTerm("expires_at"), nanosTerm(expiresAt))
+	}
+	return ast.NewTerm(grant)
 }
 
 // The times Unix nanoseconds can hold in an int64: from 1677 to 2262.

@@ -144,6 +144,25 @@ func TestFailsClosed(t *testing.T) {
 	}
 }
 
+// TestDeadlineStopsEvaluation checks that a policy that would run for minutes stops, and
+// denies, when the request's context ends.
+func TestDeadlineStopsEvaluation(t *testing.T) {
+	slow := "count([x | some x in numbers.range(1, 1000000000)]) > 0"
+	e := mustEngine(t, []Module{{"p.rego", "package grantry.authz\nallow if { " + slow + " }\nallow_all if { " + slow + " }"}})
+	for name, decide := range map[string]func(context.Context, Input) (bool, error){"allow": e.Allow, "allow_all": e.AllowAll} {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		start := time.Now()
+		got, err := decide(ctx, Input{ResourceIDs: []string{"r"}})
+		cancel()
+		if got || err == nil {
+			t.Errorf("%s = %v, %v; want false and an error", name, got, err)
+		}
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
+			t.Errorf("%s stopped after %v, long after its deadline", name, elapsed)
+		}
+	}
+}
+
 func TestRunTestsReportsFailures(t *testing.T) {
 	mods := []Module{
 		{"p.rego", "package grantry.authz\nallow := false\nallow_all := false"},
