@@ -32,13 +32,15 @@ func (s *Server) resourceList(ctx context.Context, orgID, userID string) ([]reso
 			ids = append(ids, g.ResourceID)
 		}
 	}
-	rs, err := s.store.GetResources(ctx, orgID, ids)
+	rs, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("resources granted to %s: %w", userID, err)
 	}
-	refs := make([]resourceRef, len(rs))
-	for i, r := range rs {
-		refs[i] = resourceRef{ID: r.ID, Name: r.Name}
+	refs := make([]resourceRef, 0, len(ids))
+	for _, id := range ids {
+		if r, ok := rs[id]; ok {
+			refs = append(refs, resourceRef{ID: id, Name: r.Name})
+		}
 	}
 	return refs, nil
 }
@@ -72,7 +74,7 @@ func (s *Server) resourceFacts(ctx context.Context, orgID string, ids []string) 
 		}
 		out := make(map[string]policy.Resource, len(rs))
 		for _, r := range rs {
-			out[r.ID] = policy.Resource{Kind: string(r.Kind), Name: r.Name}
+			out[r.ID] = policy.NewResource(string(r.Kind), r.Name)
 		}
 		return out, nil
 	})
@@ -125,26 +127,24 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 	for _, g := range groupGrants {
 		ids = append(ids, g.ResourceID)
 	}
-	rs, err := s.store.GetResources(ctx, u.OrgID, ids)
+	// The organization's resources are cached apart from its users, so that loading a user
+	// reads only the resources no other user has needed yet.
+	names, err := s.resourceFacts(ctx, u.OrgID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("resources granted to %s: %w", u.ID, err)
 	}
-	names := make(map[string]string, len(rs))
-	for _, r := range rs {
-		names[r.ID] = r.Name
-	}
 	pu := &policy.User{ID: u.ID, Active: u.Active, Grants: make(map[string]policy.Grant, len(grants)), Groups: make(map[string]policy.Group, len(groups))}
 	for _, g := range grants {
-		if name, ok := names[g.ResourceID]; ok {
-			pu.Grants[g.ResourceID] = policy.Grant{Name: name, ExpiresAt: g.ExpiresAt}
+		if r, ok := names[g.ResourceID]; ok {
+			pu.Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
 		}
 	}
 	for _, g := range groups {
 		pu.Groups[g.ID] = policy.Group{Name: g.DisplayName, Grants: map[string]policy.Grant{}}
 	}
 	for _, g := range groupGrants {
-		if name, ok := names[g.ResourceID]; ok {
-			pu.Groups[g.GroupID].Grants[g.ResourceID] = policy.Grant{Name: name, ExpiresAt: g.ExpiresAt}
+		if r, ok := names[g.ResourceID]; ok {
+			pu.Groups[g.GroupID].Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
 		}
 	}
 	return pu, nil

@@ -64,12 +64,11 @@ func (s *Server) canUserAccessAll(c *gin.Context) {
 			s.writeError(c, err)
 			return
 		}
+		for i, t := range req.Tags {
+			req.Tags[i] = canonicalID(t)
+		}
 	}
-	ids := make([]string, len(req.Tags))
-	for i, t := range req.Tags {
-		ids[i] = canonicalID(t)
-	}
-	s.check(c, start, endpointCheckAll, req.UserID, ids, true)
+	s.check(c, start, endpointCheckAll, req.UserID, req.Tags, true)
 }
 
 // check answers whether userID may use ids, logs the decision, and writes the answer. A
