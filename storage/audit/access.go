@@ -20,19 +20,33 @@ const (
 	ActionGroupGrantExpired = "group_grant.expired"
 )
 
+// atomicGrants is a store that writes a grant's change and its events in one transaction, as
+// the embedded store does: the two cannot part, and one commit serves both, which halves the
+// commits, and so the time, of a grant or a revoke. record is called within the transaction,
+// perhaps more than once; the events it returns are written only if the change is.
+type atomicGrants interface {
+	SetGrantRecorded(ctx context.Context, g storage.Grant, record func(prev *storage.Grant) []storage.Event) (*storage.Grant, error)
+	RevokeRecorded(ctx context.Context, orgID, userID, resourceID string, record func(removed bool) []storage.Event) (bool, error)
+}
+
 // SetGrant grants the resource, or gives the grant another expiry, and records grant.created
 // or grant.updated (with the grant before and after); granting what is granted, with the same
 // expiry, records nothing.
 func (s *Store) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, error) {
+	if as, ok := s.Store.(atomicGrants); ok {
+		return as.SetGrantRecorded(ctx, g, func(prev *storage.Grant) []storage.Event {
+			return s.stamp(ctx, setGrantEvents(g, prev))
+		})
+	}
 	prev, err := s.Store.SetGrant(ctx, g)
 	if err != nil {
 		return nil, err
 	}
-	return prev, s.recordSetGrant(ctx, g, prev)
+	return prev, s.record(ctx, setGrantEvents(g, prev)...)
 }
 
-// recordSetGrant records what SetGrant changed: g is what was asked, prev the grant before.
-func (s *Store) recordSetGrant(ctx context.Context, g storage.Grant, prev *storage.Grant) error {
+// setGrantEvents says what SetGrant changed: g is what was asked, prev the grant before.
+func setGrantEvents(g storage.Grant, prev *storage.Grant) []storage.Event {
 	e := storage.Event{OrgID: g.OrgID, TargetKind: "user", TargetID: g.UserID, UserID: g.UserID, SvcID: g.ResourceID}
 	switch {
 	case prev == nil:
@@ -44,7 +58,7 @@ func (s *Store) recordSetGrant(ctx context.Context, g storage.Grant, prev *stora
 	default:
 		return nil
 	}
-	return s.record(ctx, e)
+	return []storage.Event{e}
 }
 
 // SetGroupGrant grants the resource to the group, or gives the group grant another expiry,

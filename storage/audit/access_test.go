@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -135,5 +136,46 @@ func TestAccessChanges(t *testing.T) {
 				t.Errorf("new events, newest first (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGrantEventsAtomicOrAfter checks that grants and revokes record the same events whether
+// the store writes them with the change (the embedded store) or the decorator appends them
+// after it (any other store; here the embedded one behind a type that hides the way).
+func TestGrantEventsAtomicOrAfter(t *testing.T) {
+	grant := storage.Grant{OrgID: org, UserID: "bob", ResourceID: res, CreatedAt: now}
+	later := grant
+	later.ExpiresAt = now.Add(time.Hour)
+	steps := []struct {
+		name   string
+		change func(ctx context.Context, s *audit.Store) error
+	}{
+		{"grant", func(ctx context.Context, s *audit.Store) error { return s.Grant(ctx, grant) }},
+		{"grant again", func(ctx context.Context, s *audit.Store) error { return s.Grant(ctx, grant) }},
+		{"set expiry", func(ctx context.Context, s *audit.Store) error { _, err := s.SetGrant(ctx, later); return err }},
+		{"revoke", func(ctx context.Context, s *audit.Store) error { return s.Revoke(ctx, org, "bob", res) }},
+		{"revoke again", func(ctx context.Context, s *audit.Store) error { return s.Revoke(ctx, org, "bob", res) }},
+		{"grant to unknown user", func(ctx context.Context, s *audit.Store) error {
+			return s.Grant(ctx, storage.Grant{OrgID: org, UserID: "zed", ResourceID: res, CreatedAt: now})
+		}},
+	}
+	// trail makes the steps and returns, for each, whether it failed and the events it added.
+	trail := func(s *audit.Store, before int) []brief {
+		var out []brief
+		for _, st := range steps {
+			err := st.change(actorCtx(t), s)
+			out = append(out, brief{Action: fmt.Sprintf("%s: failed %t", st.name, err != nil)})
+			all := events(t, s) // newest first
+			for _, e := range all[:len(all)-before] {
+				out = append(out, briefOf(t, e))
+			}
+			before = len(all)
+		}
+		return out
+	}
+	atomic, n := seeded(t)
+	after, m := seededOn(t, struct{ storage.Store }{openBolt(t)})
+	if diff := cmp.Diff(trail(atomic, n), trail(after, m)); diff != "" {
+		t.Errorf("events written with the change (-) and after it (+) differ:\n%s", diff)
 	}
 }

@@ -4,6 +4,9 @@
 // request, and what the record was before and after. A change whose event cannot be written is
 // reported as failed, so that no change is acknowledged without its event.
 //
+// Grants and revokes on a store that can write a change and its events in one transaction
+// (atomicGrants: the embedded store) hand it their events instead, so the two commit together.
+//
 // Changes that changed nothing (granting what is granted, revoking what is not, importing a
 // user unchanged) write no event: the store reports them atomically with the change, so two
 // racing callers never both record one.
@@ -70,18 +73,25 @@ func New(s storage.Store, now func() time.Time, log *slog.Logger) *Store {
 	return &Store{Store: s, now: now, log: log}
 }
 
-// record appends events, all made by one change, stamping them with the time, the actor and
-// the request id. It is called after the change succeeded.
-func (s *Store) record(ctx context.Context, events ...storage.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
+// stamp gives events, all made by one change, their ids, the time, the actor and the request
+// id, and returns them.
+func (s *Store) stamp(ctx context.Context, events []storage.Event) []storage.Event {
 	now := s.now().UTC().Truncate(time.Millisecond)
 	actor, requestID := storage.ActorFrom(ctx), storage.RequestIDFrom(ctx)
 	for i := range events {
 		e := &events[i]
 		e.ID, e.Time, e.Actor, e.RequestID = s.ids.New(now), now, actor, requestID
 	}
+	return events
+}
+
+// record appends events, all made by one change, stamped. It is called after the change
+// succeeded.
+func (s *Store) record(ctx context.Context, events ...storage.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	s.stamp(ctx, events)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	var err error
@@ -280,11 +290,8 @@ func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
 // GrantChanged is Grant, and reports whether the grant was new. It records what SetGrant
 // records, since granting again may change the grant's expiry (access.go).
 func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
-	prev, err := s.Store.SetGrant(ctx, g)
-	if err != nil {
-		return false, err
-	}
-	return prev == nil, s.recordSetGrant(ctx, g, prev)
+	prev, err := s.SetGrant(ctx, g)
+	return err == nil && prev == nil, err
 }
 
 // Revoke revokes the grant and records grant.revoked if there was one.
@@ -295,14 +302,25 @@ func (s *Store) Revoke(ctx context.Context, orgID, userID, resourceID string) er
 
 // RevokeChanged is Revoke, and reports whether a grant was removed.
 func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
+	events := func(removed bool) []storage.Event {
+		if !removed {
+			return nil
+		}
+		return []storage.Event{{
+			OrgID: orgID, Action: ActionGrantRevoked, TargetKind: "user", TargetID: userID, UserID: userID, SvcID: resourceID,
+			Before: grantSnapshot(userID, resourceID, time.Time{}, time.Time{}),
+		}}
+	}
+	if as, ok := s.Store.(atomicGrants); ok {
+		return as.RevokeRecorded(ctx, orgID, userID, resourceID, func(removed bool) []storage.Event {
+			return s.stamp(ctx, events(removed))
+		})
+	}
 	removed, err := s.Store.RevokeChanged(ctx, orgID, userID, resourceID)
 	if err != nil || !removed {
 		return removed, err
 	}
-	return true, s.record(ctx, storage.Event{
-		OrgID: orgID, Action: ActionGrantRevoked, TargetKind: "user", TargetID: userID, UserID: userID, SvcID: resourceID,
-		Before: grantSnapshot(userID, resourceID, time.Time{}, time.Time{}),
-	})
+	return true, s.record(ctx, events(true)...)
 }
 
 // The snapshots. Each lists the fields of its record that an auditor needs and none that is a

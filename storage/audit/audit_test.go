@@ -47,7 +47,13 @@ func actorCtx(tb testing.TB) context.Context {
 // bob, with ada granted the model; and the number of events that set-up recorded.
 func seeded(tb testing.TB) (*audit.Store, int) {
 	tb.Helper()
-	s := audit.New(openBolt(tb), func() time.Time { return now }, nil)
+	return seededOn(tb, openBolt(tb))
+}
+
+// seededOn is seeded on the store inner.
+func seededOn(tb testing.TB, inner storage.Store) (*audit.Store, int) {
+	tb.Helper()
+	s := audit.New(inner, func() time.Time { return now }, nil)
 	ctx := tb.Context()
 	must(tb, s.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
 	must(tb, s.CreateResource(ctx, storage.Resource{OrgID: org, ID: res, Kind: storage.KindModel, Source: "openai",

@@ -90,43 +90,58 @@ func indexExpiry(tx *bbolt.Tx, ref expiryRef) error {
 // SetGrant records the grant or replaces its expiry, in one transaction shared with other
 // writers, and returns the grant as it was (nil when new).
 func (s *Store) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, error) {
+	return s.SetGrantRecorded(ctx, g, nil)
+}
+
+// SetGrantRecorded is SetGrant, and appends to the audit trail, in the same transaction, the
+// events that record makes of the grant as it was: the change and its events are committed
+// together, or neither is. record may be called more than once, and must return events with
+// ids from storage.EntryIDs; a nil record appends nothing.
+func (s *Store) SetGrantRecorded(ctx context.Context, g storage.Grant, record func(prev *storage.Grant) []storage.Event) (*storage.Grant, error) {
 	var prev *storage.Grant
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
-		prev = nil // a batch may run this more than once
-		if tx.Bucket(bucketUsers).Get(key(g.OrgID, g.UserID)) == nil {
-			return fmt.Errorf("user: %w", storage.ErrNotFound)
-		}
-		if tx.Bucket(bucketResources).Get(key(g.OrgID, g.ResourceID)) == nil {
-			return fmt.Errorf("resource: %w", storage.ErrNotFound)
-		}
-		grants, k := tx.Bucket(bucketGrants), key(g.OrgID, g.UserID, g.ResourceID)
-		rec, ok, err := get[grantRecord](grants, k)
-		if err != nil {
+		var err error
+		if prev, err = setGrant(tx, g); err != nil {
 			return err
 		}
-		expires := expiryMillis(g.ExpiresAt)
-		if ok {
-			was := rec.grant()
-			prev = &was
-			if rec.ExpiresAt == expires {
-				return nil
-			}
-			rec.ExpiresAt = expires
-		} else {
-			rec = grantRecord{OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, CreatedAt: millis(g.CreatedAt), ExpiresAt: expires}
-			if err := tx.Bucket(bucketGrantsByResource).Put(key(g.OrgID, g.ResourceID, g.UserID), []byte(g.UserID)); err != nil {
-				return err
-			}
-		}
-		if err := indexExpiry(tx, expiryRef{Kind: expiryUser, OrgID: g.OrgID, Holder: g.UserID, ResourceID: g.ResourceID, ExpiresAt: expires}); err != nil {
-			return err
-		}
-		return put(grants, k, rec)
+		return recordIn(tx, record, prev)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
 	}
 	return prev, nil
+}
+
+func setGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant, err error) {
+	if tx.Bucket(bucketUsers).Get(key(g.OrgID, g.UserID)) == nil {
+		return nil, fmt.Errorf("user: %w", storage.ErrNotFound)
+	}
+	if tx.Bucket(bucketResources).Get(key(g.OrgID, g.ResourceID)) == nil {
+		return nil, fmt.Errorf("resource: %w", storage.ErrNotFound)
+	}
+	grants, k := tx.Bucket(bucketGrants), key(g.OrgID, g.UserID, g.ResourceID)
+	rec, ok, err := get[grantRecord](grants, k)
+	if err != nil {
+		return nil, err
+	}
+	expires := expiryMillis(g.ExpiresAt)
+	if ok {
+		was := rec.grant()
+		prev = &was
+		if rec.ExpiresAt == expires {
+			return prev, nil
+		}
+		rec.ExpiresAt = expires
+	} else {
+		rec = grantRecord{OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, CreatedAt: millis(g.CreatedAt), ExpiresAt: expires}
+		if err := tx.Bucket(bucketGrantsByResource).Put(key(g.OrgID, g.ResourceID, g.UserID), []byte(g.UserID)); err != nil {
+			return nil, err
+		}
+	}
+	if err := indexExpiry(tx, expiryRef{Kind: expiryUser, OrgID: g.OrgID, Holder: g.UserID, ResourceID: g.ResourceID, ExpiresAt: expires}); err != nil {
+		return nil, err
+	}
+	return prev, put(grants, k, rec)
 }
 
 // ResourceGrants returns the resource's grants, ordered by UserID: the order of the

@@ -56,17 +56,11 @@ var (
 // fail soon with a message that says why.
 const lockTimeout = time.Second
 
-// maxBatchDelay is how long a Grant or Revoke waits for others to share its transaction. With
-// every writer blocked in a batch, each batch first waits out the whole delay and then commits,
-// so the delay, not the fsync, bounds throughput: bbolt's default of 10 ms held 32 writers to
-// about 2,400 grants a second in BenchmarkGrantParallel, 1 ms lets them reach about 10,000, and
-// one writer alone waits hardly longer than its own fsync.
-const maxBatchDelay = time.Millisecond
-
 // Store is the embedded store. It implements storage.Store; its methods are safe for concurrent
 // use.
 type Store struct {
-	db *bbolt.DB
+	db     *bbolt.DB
+	writes *batcher
 }
 
 // Open opens the data file at path, creating it (mode 0600) and its directory (mode 0700) if
@@ -88,7 +82,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db.MaxBatchDelay = maxBatchDelay
 	err = db.Update(func(tx *bbolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -100,7 +93,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, writes: &batcher{db: db}}, nil
 }
 
 // Close closes the data file, waiting for transactions under way.
@@ -137,13 +130,13 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	return unavailable(s.db.Update(fn))
 }
 
-// batch is update through db.Batch, which commits the calls of concurrent writers together: one
-// fsync for many grants. fn may run more than once, so it must have no effect outside tx.
+// batch is update in a transaction shared with concurrent writers (batch.go): one commit for
+// many grants. fn may run more than once, so it must have no effect outside tx.
 func (s *Store) batch(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return unavailable(s.db.Batch(fn))
+	return unavailable(s.writes.do(fn))
 }
 
 // ctxErr says that a done context makes the store unavailable to this call, keeping the

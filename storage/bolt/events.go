@@ -46,42 +46,68 @@ func (r eventRecord) event() storage.Event {
 // AppendEvents stores events in one transaction, shared with concurrent callers. An event
 // whose id is stored already is left as it is.
 func (s *Store) AppendEvents(ctx context.Context, events []storage.Event) error {
-	for _, e := range events {
-		if err := storage.CheckID(e.ID, e.Time); err != nil {
-			return fmt.Errorf("append events: %w", err)
-		}
+	if err := checkEventIDs(events); err != nil {
+		return fmt.Errorf("append events: %w", err)
 	}
-	err := s.batch(ctx, func(tx *bbolt.Tx) error {
-		primary := tx.Bucket(bucketEvents)
-		for _, e := range events {
-			k := key(e.OrgID, e.ID)
-			if primary.Get(k) != nil {
-				continue
-			}
-			err := put(primary, k, eventRecord{
-				ID: e.ID, OrgID: e.OrgID, Time: millis(e.Time), RequestID: e.RequestID,
-				ActorKind: e.Actor.Kind, ActorID: e.Actor.ID,
-				Action: e.Action, TargetKind: e.TargetKind, TargetID: e.TargetID,
-				UserID: e.UserID, SvcID: e.SvcID, Before: e.Before, After: e.After,
-			})
-			if err != nil {
-				return err
-			}
-			for _, ik := range indexKeys(e.OrgID, e.ID, e.UserID) {
-				if err := tx.Bucket(bucketEventsByUser).Put(ik, nil); err != nil {
-					return err
-				}
-			}
-			for _, ik := range indexKeys(e.OrgID, e.ID, e.SvcID) {
-				if err := tx.Bucket(bucketEventsBySvc).Put(ik, nil); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
+	err := s.batch(ctx, func(tx *bbolt.Tx) error { return appendEvents(tx, events) })
 	if err != nil {
 		return fmt.Errorf("append %d events: %w", len(events), err)
+	}
+	return nil
+}
+
+func checkEventIDs(events []storage.Event) error {
+	for _, e := range events {
+		if err := storage.CheckID(e.ID, e.Time); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendEvents is AppendEvents within tx, for events whose ids have been checked.
+func appendEvents(tx *bbolt.Tx, events []storage.Event) error {
+	primary := tx.Bucket(bucketEvents)
+	for _, e := range events {
+		k := key(e.OrgID, e.ID)
+		if primary.Get(k) != nil {
+			continue
+		}
+		err := put(primary, k, eventRecord{
+			ID: e.ID, OrgID: e.OrgID, Time: millis(e.Time), RequestID: e.RequestID,
+			ActorKind: e.Actor.Kind, ActorID: e.Actor.ID,
+			Action: e.Action, TargetKind: e.TargetKind, TargetID: e.TargetID,
+			UserID: e.UserID, SvcID: e.SvcID, Before: e.Before, After: e.After,
+		})
+		if err != nil {
+			return err
+		}
+		for _, ik := range indexKeys(e.OrgID, e.ID, e.UserID) {
+			if err := tx.Bucket(bucketEventsByUser).Put(ik, nil); err != nil {
+				return err
+			}
+		}
+		for _, ik := range indexKeys(e.OrgID, e.ID, e.SvcID) {
+			if err := tx.Bucket(bucketEventsBySvc).Put(ik, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// recordIn appends, within tx, the events that record makes; a nil record makes none. The
+// events commit or fail with the change that tx holds.
+func recordIn[T any](tx *bbolt.Tx, record func(T) []storage.Event, v T) error {
+	if record == nil {
+		return nil
+	}
+	events := record(v)
+	if err := checkEventIDs(events); err != nil {
+		return fmt.Errorf("record events: %w", err)
+	}
+	if err := appendEvents(tx, events); err != nil {
+		return fmt.Errorf("record events: %w", err)
 	}
 	return nil
 }
