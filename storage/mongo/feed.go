@@ -24,8 +24,10 @@ const pollInterval = 100 * time.Millisecond
 
 // pollTimeout bounds one read of the revisions, so that a store that stops answering is noticed
 // (synced(false)) within a fraction of a second rather than after the driver's own timeouts. A
-// read takes milliseconds; one that takes this long is as good as lost.
-const pollTimeout = 250 * time.Millisecond
+// read takes milliseconds; one that takes this long is as good as lost. With pollInterval it
+// stays within the half second a cache of the store is trusted unconfirmed (api.maxStaleness),
+// so a slow but answering store does not make the cache distrusted.
+const pollTimeout = 350 * time.Millisecond
 
 // Touch sets a new random revision for the organization.
 func (s *Store) Touch(ctx context.Context, orgID string) error {
