@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,12 +13,19 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// The decision log: decisions under key(org, id), indexed by user and by each resource asked
-// about. The indexes' values are empty.
+// The decision log: decisions under key(org, id), which sorts them by time within each
+// organization, so that a batch of new decisions appends to the end of the tree.
+//
+// Decisions are not indexed by user or resource, unlike the audit trail's events: every check
+// writes one, and an index entry goes to a page of its own, so the two indexes made each
+// decision rewrite two scattered pages, which cost the check path about a third of its
+// throughput. A list filtered by user or resource walks the organization's decisions newest
+// first instead, skipping those that cannot match without decoding them; since and until bound
+// the walk. Files written before this keep their index buckets, which the retention empties.
 var (
 	bucketDecisions       = []byte("decisions")           // org, id → decisionRecord
-	bucketDecisionsByUser = []byte("decisions_by_user")   // org, user id, id → nothing
-	bucketDecisionsBySvc  = []byte("decisions_by_svc_id") // org, resource id, id → nothing
+	bucketDecisionsByUser = []byte("decisions_by_user")   // no longer written: see above
+	bucketDecisionsBySvc  = []byte("decisions_by_svc_id") // no longer written: see above
 )
 
 // pruneChunk is how many decisions one transaction of DeleteDecisionsBefore removes, so that
@@ -56,7 +64,6 @@ func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decisio
 	}
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		primary := tx.Bucket(bucketDecisions)
-		byUser, bySvc := tx.Bucket(bucketDecisionsByUser), tx.Bucket(bucketDecisionsBySvc)
 		for _, d := range decisions {
 			k := key(d.OrgID, d.ID)
 			if primary.Get(k) != nil {
@@ -70,16 +77,6 @@ func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decisio
 			if err != nil {
 				return err
 			}
-			for _, ik := range indexKeys(d.OrgID, d.ID, d.UserID) {
-				if err := byUser.Put(ik, nil); err != nil {
-					return err
-				}
-			}
-			for _, ik := range indexKeys(d.OrgID, d.ID, d.ResourceIDs...) {
-				if err := bySvc.Put(ik, nil); err != nil {
-					return err
-				}
-			}
 		}
 		return nil
 	})
@@ -89,40 +86,61 @@ func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decisio
 	return nil
 }
 
-// ListDecisions returns the organization's decisions that match f, newest first. It walks the
-// index of the user or the resource when f names one, and the organization's decisions
-// otherwise.
+// ListDecisions returns the organization's decisions that match f, newest first, walking them
+// from f.Cursor or f.Until back to f.Since. A decision whose stored bytes do not hold the user or
+// resource asked about is skipped without being decoded.
 func (s *Store) ListDecisions(ctx context.Context, orgID string, f storage.DecisionFilter) ([]storage.Decision, error) {
-	var recs []decisionRecord
+	var needles [][]byte
+	if f.UserID != "" {
+		needles = append(needles, jsonString(f.UserID))
+	}
+	if f.SvcID != "" {
+		needles = append(needles, jsonString(f.SvcID))
+	}
+	var out []storage.Decision
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		primary := tx.Bucket(bucketDecisions)
-		index, p := primary, page{prefix: key(orgID), since: f.Since, until: f.Until, cursor: f.Cursor}
-		switch {
-		case f.UserID != "":
-			index, p.prefix = tx.Bucket(bucketDecisionsByUser), key(orgID, f.UserID)
-		case f.SvcID != "":
-			index, p.prefix = tx.Bucket(bucketDecisionsBySvc), key(orgID, f.SvcID)
-		}
-		var err error
-		recs, err = collect(primary, index, orgID, p, f.Limit, func(r decisionRecord) bool {
-			return (f.UserID == "" || r.UserID == f.UserID) &&
+		p := page{prefix: key(orgID), since: f.Since, until: f.Until, cursor: f.Cursor}
+		return p.walk(primary, func(id string) (bool, error) {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+			data := primary.Get(key(orgID, id))
+			for _, n := range needles {
+				if !bytes.Contains(data, n) {
+					return true, nil
+				}
+			}
+			var r decisionRecord
+			if err := json.Unmarshal(data, &r); err != nil {
+				return false, fmt.Errorf("decode decision %s: %w", id, err)
+			}
+			if (f.UserID == "" || r.UserID == f.UserID) &&
 				(f.SvcID == "" || slices.Contains(r.ResourceIDs, f.SvcID)) &&
-				(f.Allowed == nil || r.Allowed == *f.Allowed)
+				(f.Allowed == nil || r.Allowed == *f.Allowed) {
+				out = append(out, r.decision())
+			}
+			return len(out) < f.Limit, nil
 		})
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list decisions: %w", err)
 	}
-	out := make([]storage.Decision, len(recs))
-	for i, r := range recs {
-		out[i] = r.decision()
-	}
 	return out, nil
 }
 
+// jsonString is s as encoding/json writes it in a record, quotes included: a record that holds
+// s as a value holds these bytes.
+func jsonString(s string) []byte {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err) // a string always encodes
+	}
+	return b
+}
+
 // DeleteDecisionsBefore removes every organization's decisions older than t, a chunk per
-// transaction, with their index entries.
+// transaction, with the index entries earlier versions wrote for them.
 func (s *Store) DeleteDecisionsBefore(ctx context.Context, t time.Time) (int, error) {
 	total := 0
 	for {

@@ -88,6 +88,23 @@ func testDecisions(t *testing.T, open opener) {
 		}
 	})
 
+	// Ids that JSON escapes, or that appear inside other values, are still filtered exactly.
+	t.Run("FilterAwkwardIDs", func(t *testing.T) {
+		s := open(t)
+		var ids storage.EntryIDs
+		users := []string{`quo"te`, "<b>&amp;", "zoë", "u", "u-1", `back\slash`}
+		var d []storage.Decision
+		for i, u := range users {
+			d = append(d, decision(&ids, "org-1", at(i+1), i, u, true, rid(i)))
+		}
+		noErr(t, "InsertDecisions", s.InsertDecisions(t.Context(), d))
+		for i, u := range users {
+			diff(t, "ListDecisions(user "+u+")", []storage.Decision{d[i]}, listDecisions(t, s, "org-1", storage.DecisionFilter{UserID: u}))
+			diff(t, "ListDecisions(resource of "+u+")", []storage.Decision{d[i]}, listDecisions(t, s, "org-1", storage.DecisionFilter{SvcID: rid(i)}))
+		}
+		diff(t, "ListDecisions(user req-1)", []storage.Decision(nil), listDecisions(t, s, "org-1", storage.DecisionFilter{UserID: "req-1"}), equateEmpty)
+	})
+
 	t.Run("Paging", func(t *testing.T) {
 		s, d, _ := withDecisions(t)
 		tests := []struct {
