@@ -74,25 +74,29 @@ func (s *Server) resourceFacts(ctx context.Context, orgID string, ids []string) 
 		}
 		out := make(map[string]policy.Resource, len(rs))
 		for _, r := range rs {
-			out[r.ID] = policy.NewResource(string(r.Kind), r.Name)
+			out[r.ID] = policyResource(r)
 		}
 		return out, nil
 	})
 }
 
+// policyResource is what the policy reads of r.
+func policyResource(r storage.Resource) policy.Resource {
+	return policy.NewResource(string(r.Kind), r.Name)
+}
+
 // policyInput gathers from the caller's organization what the policy reads to decide whether
-// userID may use the resources ids now, and the user's cached facts. Unknown users and
-// resources are simply absent.
-func (s *Server) policyInput(ctx context.Context, orgID, userID string, ids []string) (policy.Input, *facts, error) {
+// userID may use the resources ids now. Unknown users and resources are simply absent.
+func (s *Server) policyInput(ctx context.Context, orgID, userID string, ids []string) (policy.Input, error) {
 	f, err := s.userFacts(ctx, orgID, userID)
 	if err != nil {
-		return policy.Input{}, nil, err
+		return policy.Input{}, err
 	}
 	rs, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {
-		return policy.Input{}, nil, err
+		return policy.Input{}, err
 	}
-	return policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: s.now()}, f, nil
+	return policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: s.now()}, nil
 }
 
 // policyUser builds what the policy reads about a user: the user's own grants, and the groups
@@ -150,35 +154,57 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 	return pu, nil
 }
 
+// answer decides whether the organization's user whose cached facts are f may use ids (with
+// all, every one of them), and returns the revision of the policy that decided. A remembered
+// decision needs nothing but f; only a new question reads the resources and asks the policy.
+func (s *Server) answer(ctx context.Context, orgID string, f *facts, all bool, ids []string) (allowed bool, revision string, err error) {
+	d, revision := s.pinPolicy()
+	now, q := s.now(), newQuestion(s.seed, all, ids)
+	if allowed, ok := s.remembered(f, q, revision, now); ok {
+		return allowed, revision, nil
+	}
+	rs, err := s.resourceFacts(ctx, orgID, ids)
+	if err != nil {
+		return false, "", err
+	}
+	return s.decideNew(ctx, d, revision, f, q, policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: now}), revision, nil
+}
+
 // decideFor decides in, about the user whose cached facts are f, with policy d of revision:
 // allow, or allow_all when all. The answer is remembered with f and given again, without
 // evaluating the policy, until something it read changes: the user, their grants or groups,
 // the organization's resources (all of which drop f), the policy (another revision), or the
-// time passing the next expiry of one of the user's grants. An evaluation error denies and is
-// not remembered.
+// time passing the next expiry of one of the user's grants.
 func (s *Server) decideFor(ctx context.Context, d Decider, revision string, f *facts, all bool, in policy.Input) bool {
-	if allowed, ok := s.remembered(f, all, in.ResourceIDs, revision, in.Now); ok {
+	q := newQuestion(s.seed, all, in.ResourceIDs)
+	if allowed, ok := s.remembered(f, q, revision, in.Now); ok {
 		return allowed
 	}
-	allowed, err := s.evaluate(ctx, d, all, in)
+	return s.decideNew(ctx, d, revision, f, q, in)
+}
+
+// remembered returns the decision f remembers for q, if policy revision made it and it still
+// holds at now.
+func (s *Server) remembered(f *facts, q question, revision string, now time.Time) (allowed, ok bool) {
+	if allowed, ok = f.decision(q, revision, now); ok {
+		s.metrics.decision(allowed, nil)
+		s.memoHits.Add(1)
+	}
+	return allowed, ok
+}
+
+// decideNew evaluates the policy on q, which f does not remember, and remembers the answer
+// until the user's next grant expiry. An evaluation error denies and is not remembered.
+func (s *Server) decideNew(ctx context.Context, d Decider, revision string, f *facts, q question, in policy.Input) bool {
+	allowed, err := s.evaluate(ctx, d, q.all, in)
 	if err == nil {
 		var until time.Time
 		if in.User != nil {
 			until = in.User.NextExpiry(in.Now)
 		}
-		f.remember(newQuestion(s.seed, all, in.ResourceIDs), revision, until, allowed)
+		f.remember(q, revision, until, allowed)
 	}
 	return allowed
-}
-
-// remembered returns the decision f remembers for the question, if policy revision made it
-// and it still holds at now.
-func (s *Server) remembered(f *facts, all bool, ids []string, revision string, now time.Time) (allowed, ok bool) {
-	if allowed, ok = f.decision(newQuestion(s.seed, all, ids), revision, now); ok {
-		s.metrics.decision(allowed, nil)
-		s.memoHits.Add(1)
-	}
-	return allowed, ok
 }
 
 // evaluate asks the policy, failing closed: an evaluation error is logged, counted and denies.
@@ -210,7 +236,7 @@ func (s *Server) accessible(ctx context.Context, orgID, userID string, rs []stor
 	now := s.now()
 	var out []storage.Resource
 	for _, r := range rs {
-		in := policy.Input{User: f.Facts, ResourceIDs: []string{r.ID}, Resources: map[string]policy.Resource{r.ID: {Kind: string(r.Kind), Name: r.Name}}, Now: now}
+		in := policy.Input{User: f.Facts, ResourceIDs: []string{r.ID}, Resources: map[string]policy.Resource{r.ID: policyResource(r)}, Now: now}
 		if s.decideFor(ctx, d, revision, f, false, in) {
 			out = append(out, r)
 		}

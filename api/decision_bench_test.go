@@ -61,15 +61,9 @@ func BenchmarkDecision(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			d, revision := s.pinPolicy()
-			now := s.now()
-			allowed, ok := s.remembered(f, all, ids, revision, now)
-			if !ok {
-				rs, err := s.resourceFacts(ctx, org, ids)
-				if err != nil {
-					b.Fatal(err)
-				}
-				allowed = s.decideFor(ctx, d, revision, f, all, policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: now})
+			allowed, _, err := s.answer(ctx, org, f, all, ids)
+			if err != nil {
+				b.Fatal(err)
 			}
 			if !allowed {
 				b.Fatal("denied a granted resource")
@@ -100,7 +94,7 @@ func BenchmarkDecision(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d, revision := s.pinPolicy()
+		d, _ := s.pinPolicy()
 		i := 0
 		for b.Loop() {
 			ids := resources[i%50 : i%50+1]
@@ -113,7 +107,6 @@ func BenchmarkDecision(b *testing.B) {
 				b.Fatal("denied a granted resource", err)
 			}
 		}
-		_ = revision
 	})
 	for _, n := range []int{50, 5000} {
 		b.Run(fmt.Sprintf("cold/can_user_access/grants=%d", n), func(b *testing.B) {

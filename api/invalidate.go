@@ -53,16 +53,10 @@ func (st invalidating) DeleteResource(ctx context.Context, orgID, id string) err
 // Users.
 
 func (st invalidating) ImportUsers(ctx context.Context, orgID, integrationID string, users []storage.UserImport, now time.Time) ([]storage.User, error) {
+	// An import may touch thousands of users (a refused one, part of them; a new user may
+	// have been cached as unknown): forget the organization rather than each.
 	out, err := st.Store.ImportUsers(ctx, orgID, integrationID, users, now)
-	if err != nil {
-		// A refused import may have written part of itself (and a new user may have been
-		// cached as unknown): forget the organization.
-		return out, st.changedOrg(ctx, err, orgID)
-	}
-	for _, u := range out {
-		st.cache.invalidateUser(orgID, u.ID)
-	}
-	return out, st.changedOrg(ctx, nil, orgID)
+	return out, st.changedOrg(ctx, err, orgID)
 }
 
 func (st invalidating) CreateUser(ctx context.Context, u storage.User) error {

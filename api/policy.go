@@ -76,7 +76,7 @@ func (s *Server) explain(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	in, _, err := s.policyInput(ctx, orgID(c), req.UserID, []string{canonicalID(req.SvcID)})
+	in, err := s.policyInput(ctx, orgID(c), req.UserID, []string{canonicalID(req.SvcID)})
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -31,7 +30,7 @@ type accessAllRequest struct {
 // canUserAccess answers a bare JSON boolean. Anything unknown is false, never 404, so that the
 // check reveals nothing about what exists. It is the hot path: the usual body is read without
 // reflection, and a warm check reads nothing from the store and evaluates no policy (see
-// decideFor).
+// check).
 func (s *Server) canUserAccess(c *gin.Context) {
 	start := time.Now()
 	body, err := readBody(c)
@@ -71,9 +70,7 @@ func (s *Server) canUserAccessAll(c *gin.Context) {
 	s.check(c, start, endpointCheckAll, req.UserID, req.Tags, true)
 }
 
-// check answers whether userID may use ids, logs the decision, and writes the answer. A
-// remembered decision needs nothing but the user's cached facts; only a new one reads the
-// resources and asks the policy.
+// check answers whether userID may use ids, logs the decision, and writes the answer.
 func (s *Server) check(c *gin.Context, start time.Time, endpoint, userID string, ids []string, all bool) {
 	ctx, org := c.Request.Context(), orgID(c)
 	f, err := s.userFacts(ctx, org, userID)
@@ -81,16 +78,10 @@ func (s *Server) check(c *gin.Context, start time.Time, endpoint, userID string,
 		s.writeError(c, err)
 		return
 	}
-	d, revision := s.pinPolicy()
-	now := s.now()
-	allowed, ok := s.remembered(f, all, ids, revision, now)
-	if !ok {
-		rs, err := s.resourceFacts(ctx, org, ids)
-		if err != nil {
-			s.writeError(c, err)
-			return
-		}
-		allowed = s.decideFor(ctx, d, revision, f, all, policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: now})
+	allowed, revision, err := s.answer(ctx, org, f, all, ids)
+	if err != nil {
+		s.writeError(c, err)
+		return
 	}
 	s.logDecision(c, start, endpoint, userID, ids, allowed, revision)
 	answer := jsonFalse

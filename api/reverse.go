@@ -51,7 +51,7 @@ func (s *Server) usersWithAccess(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	resource := map[string]policy.Resource{svcID: {Kind: string(r.Kind), Name: r.Name}}
+	resource := map[string]policy.Resource{svcID: policyResource(r)}
 	d, revision := s.pinPolicy()
 	out := []userWithAccess{}
 	var next *string
