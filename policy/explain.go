@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // Explanation says what the policy decided about one input, and why.
@@ -27,13 +25,14 @@ const ReasonEvaluationFailed = "policy evaluation failed"
 // it, so that a caller can both log the error and answer.
 func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
 	ex := Explanation{Revision: e.revision, Reasons: []string{}}
-	allowed, err := e.Allow(ctx, in)
+	input := in.value()
+	allowed, err := decide(ctx, e.allow, input)
 	if err != nil {
 		ex.Reasons = []string{ReasonEvaluationFailed}
 		return ex, err
 	}
 	ex.Allowed = allowed
-	rs, err := e.reasons.Eval(ctx, rego.EvalParsedInput(in.value()))
+	rs, err := eval(ctx, e.reasons, input)
 	if err != nil {
 		return ex, fmt.Errorf("evaluate reasons: %w", err)
 	}

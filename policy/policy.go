@@ -160,12 +160,12 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 
 // Allow evaluates the allow rule: may the user use the one resource asked about?
 func (e *Engine) Allow(ctx context.Context, in Input) (bool, error) {
-	return decide(ctx, e.allow, in)
+	return decide(ctx, e.allow, in.value())
 }
 
 // AllowAll evaluates the allow_all rule: may the user use every resource asked about?
 func (e *Engine) AllowAll(ctx context.Context, in Input) (bool, error) {
-	return decide(ctx, e.allowAll, in)
+	return decide(ctx, e.allowAll, in.value())
 }
 
 // Revision is the SHA-256 of the policy modules, tests included, in hex.
@@ -174,17 +174,22 @@ func (e *Engine) Revision() string { return e.revision }
 // Modules returns the modules the engine was built from.
 func (e *Engine) Modules() []Module { return slices.Clone(e.modules) }
 
-// noMetrics is passed to every decision: nothing reads OPA's per-query timers, and creating
-// them costs more than a small policy's evaluation.
+// noMetrics is passed to every query: nothing reads OPA's per-query timers, and creating them
+// costs more than a small policy's evaluation.
 var noMetrics = metrics.NoOp()
 
-func decide(ctx context.Context, q rego.PreparedEvalQuery, in Input) (bool, error) {
-	// The query stops when ctx ends, as rego would arrange by starting a goroutine per query;
-	// a callback registered on ctx costs far less.
+// eval runs q on input. The query stops when ctx ends, as rego would arrange by starting a
+// goroutine per query; a callback registered on ctx costs far less.
+func eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	rs, err := q.Eval(ctx, rego.EvalParsedInput(in.value()), rego.EvalMetrics(noMetrics), rego.EvalExternalCancel(cancel))
+	return q.Eval(ctx, rego.EvalParsedInput(input), rego.EvalMetrics(noMetrics), rego.EvalExternalCancel(cancel))
+}
+
+// decide evaluates a boolean rule, failing closed.
+func decide(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value) (bool, error) {
+	rs, err := eval(ctx, q, input)
 	if err != nil {
 		return false, fmt.Errorf("evaluate policy: %w", err)
 	}
