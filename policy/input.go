@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -39,25 +40,39 @@ type User struct {
 
 	once sync.Once
 	term *ast.Term
+
+	expiriesOnce sync.Once
+	expiries     []time.Time // of every grant that expires, sorted
 }
 
 // NextExpiry returns the earliest expiry after now among the user's grants, direct or through
 // a group: until then, every decision made about the user at now stays the same. It returns
-// the zero time when no grant expires after now.
+// the zero time when no grant expires after now. The expiries are sorted once, on first use.
 func (u *User) NextExpiry(now time.Time) time.Time {
-	var next time.Time
-	consider := func(grants map[string]Grant) {
-		for _, g := range grants {
-			if g.ExpiresAt.After(now) && (next.IsZero() || g.ExpiresAt.Before(next)) {
-				next = g.ExpiresAt
+	u.expiriesOnce.Do(func() {
+		add := func(grants map[string]Grant) {
+			for _, g := range grants {
+				if !g.ExpiresAt.IsZero() {
+					u.expiries = append(u.expiries, g.ExpiresAt)
+				}
 			}
 		}
+		add(u.Grants)
+		for _, g := range u.Groups {
+			add(g.Grants)
+		}
+		slices.SortFunc(u.expiries, time.Time.Compare)
+	})
+	i, _ := slices.BinarySearchFunc(u.expiries, now, func(e, t time.Time) int {
+		if e.After(t) {
+			return 1
+		}
+		return -1
+	})
+	if i == len(u.expiries) {
+		return time.Time{}
 	}
-	consider(u.Grants)
-	for _, g := range u.Groups {
-		consider(g.Grants)
-	}
-	return next
+	return u.expiries[i]
 }
 
 // value is the user as an OPA value, built once.

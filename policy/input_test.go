@@ -41,3 +41,31 @@ func TestSharedTermsReadAsLiterals(t *testing.T) {
 		t.Error("an expiring grant shares the resource's never-expiring value")
 	}
 }
+
+// TestNextExpiry checks that the next expiry is the earliest one strictly after now, direct or
+// through a group.
+func TestNextExpiry(t *testing.T) {
+	at := func(h int) time.Time { return time.Date(2030, 1, 1, h, 0, 0, 0, time.UTC) }
+	u := &User{
+		Grants: map[string]Grant{"a": {ExpiresAt: at(3)}, "b": {}, "c": {ExpiresAt: at(9)}},
+		Groups: map[string]Group{"g": {Grants: map[string]Grant{"d": {ExpiresAt: at(5)}, "e": {}}}},
+	}
+	tests := []struct {
+		now, want time.Time
+	}{
+		{at(1), at(3)},
+		{at(3), at(5)}, // a grant expiring at now has expired: the next one counts
+		{at(4), at(5)}, // through the group
+		{at(6), at(9)},
+		{at(9), time.Time{}},
+		{at(10), time.Time{}},
+	}
+	for _, tc := range tests {
+		if got := u.NextExpiry(tc.now); !got.Equal(tc.want) {
+			t.Errorf("NextExpiry(%v) = %v, want %v", tc.now, got, tc.want)
+		}
+	}
+	if got := (&User{Grants: map[string]Grant{"b": {}}}).NextExpiry(at(1)); !got.IsZero() {
+		t.Errorf("NextExpiry of grants that never expire = %v, want zero", got)
+	}
+}

@@ -3,7 +3,6 @@
 package config
 
 import (
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/grantry/grantry/internal/seal"
 )
 
 // Config holds every setting. The zero value is not useful; start from Default or FromEnv.
@@ -130,9 +131,9 @@ func (c Config) MasterKey() ([]byte, error) {
 	if c.SecretKey == "" {
 		return nil, nil
 	}
-	key, err := base64.StdEncoding.DecodeString(c.SecretKey)
-	if err != nil || len(key) != 32 {
-		return nil, errors.New("GRANTRY_SECRET_KEY must be the base64 encoding of exactly 32 bytes")
+	key, err := seal.ParseKey(c.SecretKey)
+	if err != nil {
+		return nil, fmt.Errorf("GRANTRY_SECRET_KEY: %w", err)
 	}
 	return key, nil
 }

@@ -69,10 +69,17 @@ func TestMasterKey(t *testing.T) {
 	if k, err := c.MasterKey(); k != nil || err != nil {
 		t.Errorf("empty setting: %v, %v", k, err)
 	}
-	c.SecretKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
-	k, err := c.MasterKey()
-	if err != nil || len(k) != 32 || k[31] != 31 {
-		t.Errorf("MasterKey = %v, %v", k, err)
+	// A key read from a mounted secret file often ends with a newline, as the key file does.
+	for _, text := range []string{"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n"} {
+		c.SecretKey = text
+		k, err := c.MasterKey()
+		if err != nil || len(k) != 32 || k[31] != 31 {
+			t.Errorf("MasterKey(%q) = %v, %v", text, k, err)
+		}
+	}
+	c.SecretKey = "AAECAw=="
+	if k, err := c.MasterKey(); err == nil || !strings.Contains(err.Error(), "GRANTRY_SECRET_KEY") {
+		t.Errorf("MasterKey of 4 bytes = %v, %v; want an error naming the variable", k, err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/grantry/grantry/internal/seal"
 )
 
 // Integrations are the settings of the third parties whose accounts organizations integrate.
@@ -120,9 +121,9 @@ func (c Config) PreviousMasterKeys() ([][]byte, error) {
 	}
 	var keys [][]byte
 	for part := range strings.SplitSeq(c.SecretKeyPrevious, ",") {
-		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(part))
-		if err != nil || len(key) != 32 {
-			return nil, errors.New("GRANTRY_SECRET_KEY_PREVIOUS must be base64 encodings of exactly 32 bytes, separated by commas")
+		key, err := seal.ParseKey(part)
+		if err != nil {
+			return nil, fmt.Errorf("GRANTRY_SECRET_KEY_PREVIOUS (keys separated by commas): %w", err)
 		}
 		keys = append(keys, key)
 	}

@@ -231,8 +231,8 @@ func (l *Log) write(batch []Entry, closing bool) {
 	}
 	var err error
 	for try := 0; try <= retries; try++ {
-		if try > 0 && !l.pause(time.Duration(try*try)*100*time.Millisecond, closing) {
-			break
+		if try > 0 {
+			l.pause(time.Duration(try*try)*100*time.Millisecond, closing)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.WriteTimeout)
 		err = l.sink(ctx, batch)
@@ -247,17 +247,15 @@ func (l *Log) write(batch []Entry, closing bool) {
 		slog.Int("entries", len(batch)), slog.String("error", err.Error()))
 }
 
-// pause waits d, or less when Close is called meanwhile; it reports whether to go on trying.
-func (l *Log) pause(d time.Duration, closing bool) bool {
+// pause waits d, or less when Close is called meanwhile, and not at all while closing.
+func (l *Log) pause(d time.Duration, closing bool) {
 	if closing {
-		return true
+		return
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
 	case <-l.stop:
-		return true
 	}
 }
