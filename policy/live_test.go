@@ -224,10 +224,30 @@ func TestWatch(t *testing.T) {
 		t.Error("a policy failing its own test replaced the running one")
 	}
 
-	// A signal reloads at once, whatever the files' times say.
+}
+
+// TestWatchReloadsOnSignal: a signal reloads the folder at once, with no need for the watcher
+// to look (it looks only once an hour here).
+func TestWatchReloadsOnSignal(t *testing.T) {
+	dir := t.TempDir()
 	writePolicy(t, dir, closedPolicy)
+	mods, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLive(mustEngine(t, mods))
+	reload := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		l.Watch(ctx, dir, time.Hour, reload, nil)
+		close(done)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	writePolicy(t, dir, openPolicy)
 	reload <- struct{}{}
-	waitFor(t, "reload on signal", func() bool { return l.Revision() == Revision(closedPolicy) })
+	waitFor(t, "reload on signal", func() bool { return l.Revision() == Revision(openPolicy) })
 }
 
 // TestWatchFollowsASwappedLink updates a folder the way Kubernetes updates a mounted ConfigMap:

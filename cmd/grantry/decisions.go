@@ -18,12 +18,10 @@ const retentionInterval = time.Hour
 // when serve stops, flushing the log before the store closes.
 func startDecisionLog(ctx context.Context, store storage.DecisionStore, days int, log *slog.Logger, cs *closers) *decisionlog.Log {
 	dl := decisionlog.New(decisionlog.Config{Logger: log}, api.DecisionSink(store))
-	ctx, cancel := context.WithCancel(ctx)
+	cs.add("decision log", dl.Close)
 	keep := time.Duration(days) * 24 * time.Hour
-	go decisionlog.Retain(ctx, keep, retentionInterval, nil, store.DeleteDecisionsBefore, log)
-	cs.add("decision log", func(ctx context.Context) error {
-		cancel()
-		return dl.Close(ctx)
+	cs.goUntilStop(ctx, "decision log retention", func(ctx context.Context) {
+		decisionlog.Retain(ctx, keep, retentionInterval, nil, store.DeleteDecisionsBefore, log)
 	})
 	return dl
 }

@@ -16,20 +16,8 @@ const grantCleanupInterval = time.Minute
 // startGrantCleanup removes expired grants and group grants from store until serve stops; cs
 // stops it, and waits for a turn under way, before the store closes.
 func startGrantCleanup(ctx context.Context, store storage.AccessStore, log *slog.Logger, cs *closers) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	cs.goUntilStop(ctx, "grant clean-up", func(ctx context.Context) {
 		cleanExpiredGrants(ctx, store, grantCleanupInterval, time.Now, log)
-	}()
-	cs.add("grant clean-up", func(wait context.Context) error {
-		cancel()
-		select {
-		case <-done:
-			return nil
-		case <-wait.Done():
-			return wait.Err()
-		}
 	})
 }
 

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 	"github.com/grantry/grantry/storage/bolt"
 )
 
-// TestGrantCleanup: the clean-up removes a grant once it has expired, by the clock it is
-// given, keeps the others, and stops with its context.
+// TestGrantCleanup: the clean-up keeps a grant until it has expired, by the clock it is given,
+// then removes it and keeps the others, and stops with its context.
 func TestGrantCleanup(t *testing.T) {
 	ctx := t.Context()
 	store, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "grantry.db"))
@@ -38,35 +39,37 @@ func TestGrantCleanup(t *testing.T) {
 	must(store.Grant(ctx, storage.Grant{OrgID: "org", UserID: "ada", ResourceID: "00000000-0000-4000-8000-000000000001", CreatedAt: start, ExpiresAt: start.Add(time.Hour)}))
 	must(store.Grant(ctx, storage.Grant{OrgID: "org", UserID: "ada", ResourceID: "00000000-0000-4000-8000-000000000002", CreatedAt: start}))
 
-	var log bytes.Buffer
-	clock := make(chan time.Time, 1)
-	clock <- start.Add(time.Hour)
-	var now time.Time
+	// The loop's clock reads now, counting its reads, so that the test knows a turn happened.
+	var now atomic.Int64
+	var turns atomic.Int64
+	now.Store(start.Add(59 * time.Minute).UnixNano())
+	var log syncBuffer
 	loopCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		cleanExpiredGrants(loopCtx, store, time.Millisecond, func() time.Time {
-			select {
-			case now = <-clock:
-			default:
-			}
-			return now
+			turns.Add(1)
+			return time.Unix(0, now.Load())
 		}, slog.New(slog.NewTextHandler(&log, nil)))
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	grantCount := func() int {
 		grants, err := store.UserGrants(ctx, "org", "ada")
 		must(err)
-		if len(grants) == 1 {
-			if grants[0].ResourceID != "00000000-0000-4000-8000-000000000002" {
-				t.Fatalf("the clean-up kept %+v, want the grant that never expires", grants)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the expired grant is still there after 10 s: %+v", grants)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(grants)
+	}
+	// A minute before the expiry, turns go by and both grants stay.
+	waitUntil(t, 10*time.Second, "three turns of the clean-up", func() bool { return turns.Load() >= 3 })
+	if n := grantCount(); n != 2 {
+		t.Fatalf("before the expiry the clean-up left %d grants, want both", n)
+	}
+	// At the expiry, the expiring grant goes and the other stays.
+	now.Store(start.Add(time.Hour).UnixNano())
+	waitUntil(t, 10*time.Second, "the expired grant removed", func() bool { return grantCount() == 1 })
+	grants, err := store.UserGrants(ctx, "org", "ada")
+	must(err)
+	if grants[0].ResourceID != "00000000-0000-4000-8000-000000000002" {
+		t.Fatalf("the clean-up kept %+v, want the grant that never expires", grants)
 	}
 	cancel()
 	select {
@@ -74,7 +77,7 @@ func TestGrantCleanup(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the clean-up did not stop with its context")
 	}
-	if !bytes.Contains(log.Bytes(), []byte("expired grants removed")) {
+	if !strings.Contains(log.String(), "expired grants removed") {
 		t.Errorf("log = %s, want the removal said", log.String())
 	}
 }

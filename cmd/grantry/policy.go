@@ -18,8 +18,9 @@ const policyUsage = "usage: grantry policy test DIR"
 
 // policyCommand runs `grantry policy test DIR`: it compiles the .rego files below DIR, runs
 // their tests, prints each result, and fails when the folder is not a policy Grantry could
-// serve (it does not compile, or lacks allow or allow_all), has no tests, or any test fails —
-// the gate a policy repository's CI can run, and the same one a reload passes.
+// serve (it does not compile, or lacks allow or allow_all), has no tests, or any test fails:
+// the gate a policy repository's CI can run. It is stricter than a reload, which also loads
+// a folder without tests (nothing failed); a policy repository is expected to have some.
 func policyCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) != 2 || args[0] != "test" {
 		return errors.New(policyUsage)

@@ -134,13 +134,13 @@ func TestServeKeepsAnAuditTrailAndReloadsThePolicy(t *testing.T) {
 
 	// A broken policy is refused; a good one is served, without a restart.
 	os.WriteFile(filepath.Join(policyDir, "authz.rego"), []byte("package grantry.authz\nallow if {\n"), 0o644)
-	eventually(t, "refusal logged", func() bool { return strings.Contains(stderr.String(), "policy reload failed") })
+	waitUntil(t, 15*time.Second, "refusal logged", func() bool { return strings.Contains(stderr.String(), "policy reload failed") })
 	if got := check(); got != "false" {
 		t.Errorf("check after a broken policy = %s, want the old policy's false", got)
 	}
 	os.WriteFile(filepath.Join(policyDir, "authz_test.rego"), []byte(openTest), 0o644)
 	os.WriteFile(filepath.Join(policyDir, "authz.rego"), []byte(openRego), 0o644)
-	eventually(t, "reload", func() bool { return check() == "true" })
+	waitUntil(t, 15*time.Second, "reload", func() bool { return check() == "true" })
 
 	var decisions struct {
 		Decisions []struct {
@@ -148,7 +148,7 @@ func TestServeKeepsAnAuditTrailAndReloadsThePolicy(t *testing.T) {
 			PolicyRevision string `json:"policy_revision"`
 		}
 	}
-	eventually(t, "decisions logged", func() bool {
+	waitUntil(t, 15*time.Second, "decisions logged", func() bool {
 		json.Unmarshal(call("GET", "/audit/decisions?result=true&limit=1", nil), &decisions)
 		return len(decisions.Decisions) == 1
 	})
@@ -180,16 +180,4 @@ func TestServeRefusesAPolicyFailingItsTests(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "policy tests failed: data.grantry.authz_test.test_closed") {
 		t.Errorf("serve = %v, want it to refuse a policy that fails its own tests", err)
 	}
-}
-
-// eventually polls cond until it holds, failing the test after a deadline generous enough for
-// a policy reload, which waits for the files to hold still.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	tb.Fatalf("%s: never happened", what)
 }

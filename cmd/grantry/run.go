@@ -114,7 +114,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	// Writes through the server's store keep its cache right; other processes' writes arrive
 	// through the change feed.
 	startGrantCleanup(ctx, srv.Store(), log, cs)
-	cs.add("change feed", watchChanges(ctx, store, srv, log))
+	watchChanges(ctx, store, srv, log, cs)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -176,4 +176,14 @@ func newLogger(w io.Writer) *slog.Logger {
 		}
 	}
 	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// cacheEntries turns GRANTRY_CACHE_ENTRIES, where 0 means no cache, into api.Config's, where 0
+// means the default (api.DefaultCacheEntries, which config.DefaultCacheEntries equals) and a
+// negative number no cache.
+func cacheEntries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -67,6 +67,27 @@ func (cs *closers) add(name string, close func(context.Context) error) {
 	cs.list = append(cs.list, namedCloser{name, close})
 }
 
+// goUntilStop runs run in a goroutine until serve stops: its closer, registered under name,
+// cancels run's context and waits for it to return, so that nothing it does outlives the
+// closers added before it (the store's among them).
+func (cs *closers) goUntilStop(ctx context.Context, name string, run func(context.Context)) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	cs.add(name, func(wait context.Context) error {
+		cancel()
+		select {
+		case <-done:
+			return nil
+		case <-wait.Done():
+			return wait.Err()
+		}
+	})
+}
+
 // closeAll calls every closer, most recently added first, within closeTimeout altogether, and
 // forgets them, so that calling it again does nothing. A closer that fails does not stop the
 // others; every failure is logged and returned.
