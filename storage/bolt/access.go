@@ -361,25 +361,7 @@ func deleteGroupGrantsOfGroup(tx *bbolt.Tx, orgID, groupID string) error {
 // deleteGroupGrantsOfResource removes every group grant of a resource that is being deleted,
 // finding them through the by-resource index.
 func deleteGroupGrantsOfResource(tx *bbolt.Tx, orgID, resourceID string) error {
-	byResource, grants := tx.Bucket(bucketGroupGrantsByResource), tx.Bucket(bucketGroupGrants)
-	prefix := key(orgID, resourceID)
-	// Keys are collected first: bbolt's cursor may skip keys if the bucket changes under it.
-	var indexKeys [][]byte
-	var groups []string
-	c := byResource.Cursor()
-	for k, group := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, group = c.Next() {
-		indexKeys = append(indexKeys, bytes.Clone(k))
-		groups = append(groups, string(group))
-	}
-	for i, group := range groups {
-		if err := grants.Delete(key(orgID, group, resourceID)); err != nil {
-			return err
-		}
-		if err := byResource.Delete(indexKeys[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteByResource(tx.Bucket(bucketGroupGrantsByResource), tx.Bucket(bucketGroupGrants), orgID, resourceID)
 }
 
 // DeleteExpiredGrants walks the expiry index up to now, removing each grant whose stored

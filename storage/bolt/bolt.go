@@ -41,11 +41,15 @@ var (
 	// grants_by_resource lets DeleteResource find a resource's grants without a scan.
 	bucketGrantsByResource = []byte("grants_by_resource") // org, resource id, user id → user id
 
+	// droppedBuckets are buckets earlier versions wrote and nothing reads any more: the
+	// decision log's indexes by user and by resource (decisions.go). Open removes them.
+	droppedBuckets = [][]byte{[]byte("decisions_by_user"), []byte("decisions_by_svc_id")}
+
 	allBuckets = [][]byte{
 		bucketOrgs, bucketOrgNames, bucketAPIKeys, bucketAPIKeyHashes,
 		bucketResources, bucketResourceNames, bucketIntegrations, bucketIntegrationNames,
 		bucketUsers, bucketUserEmails, bucketGrants, bucketGrantsByResource,
-		bucketEvents, bucketEventsByUser, bucketEventsBySvc, bucketDecisions, bucketDecisionsByUser, bucketDecisionsBySvc,
+		bucketEvents, bucketEventsByUser, bucketEventsBySvc, bucketDecisions,
 		bucketSCIMTokens, bucketUserExternalIDs, bucketGroups, bucketGroupNames, bucketGroupsByMember, bucketGroupIDs,
 		bucketGroupGrants, bucketGroupGrantsByResource, bucketGrantExpiries,
 	}
@@ -86,6 +90,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		for _, name := range droppedBuckets {
+			if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+				return fmt.Errorf("drop bucket %s: %w", name, err)
 			}
 		}
 		return nil
@@ -202,11 +211,16 @@ func put(b *bbolt.Bucket, k []byte, v any) error {
 
 // scan decodes every value whose key begins with prefix, in key order.
 func scan[T any](b *bbolt.Bucket, prefix []byte) ([]T, error) {
+	return scanWith(b, prefix, func(data []byte, v *T) error { return json.Unmarshal(data, v) })
+}
+
+// scanWith is scan with decode instead of encoding/json.
+func scanWith[T any](b *bbolt.Bucket, prefix []byte, decode func([]byte, *T) error) ([]T, error) {
 	var out []T
 	c := b.Cursor()
 	for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
 		var v T
-		if err := json.Unmarshal(data, &v); err != nil {
+		if err := decode(data, &v); err != nil {
 			return nil, fmt.Errorf("decode %q: %w", k, err)
 		}
 		out = append(out, v)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
 	"github.com/grantry/grantry/storage/storagetest"
@@ -91,6 +93,54 @@ func TestReopenKeepsData(t *testing.T) {
 	if err := s.CreateOrg(ctx, storage.Org{ID: "org-2", Name: "acme"}); !errors.Is(err, storage.ErrConflict) {
 		t.Errorf("CreateOrg with a taken name after reopening: error = %v, want ErrConflict", err)
 	}
+}
+
+// TestOpenDropsUnusedBuckets: a file written by a version that indexed decisions loses those
+// indexes on Open, and keeps everything else.
+func TestOpenDropsUnusedBuckets(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "grantry.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		for _, name := range []string{"decisions_by_user", "decisions_by_svc_id", "decisions"} {
+			b, err := tx.CreateBucket([]byte(name))
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte("k"), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err := errors.Join(err, db.Close()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := bolt.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	db, err = bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.View(func(tx *bbolt.Tx) error {
+		for _, name := range []string{"decisions_by_user", "decisions_by_svc_id"} {
+			if tx.Bucket([]byte(name)) != nil {
+				t.Errorf("bucket %s is still there", name)
+			}
+		}
+		if b := tx.Bucket([]byte("decisions")); b == nil || string(b.Get([]byte("k"))) != "v" {
+			t.Error("the decisions bucket lost its contents")
+		}
+		return nil
+	})
 }
 
 // TestOpenInUse checks that a second Open of a file that is open fails soon with a message that

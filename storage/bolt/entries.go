@@ -2,8 +2,8 @@ package bolt
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -12,9 +12,10 @@ import (
 )
 
 // Events and decisions are logs of entries whose ids sort in time order (storage.EntryIDs).
-// Each log keeps its entries in a primary bucket under key(org, id) and indexes them in other
-// buckets under key(org, value, id) with an empty value, so that a page of one organization's
-// entries, newest first, is one backward walk over one key range, whichever bucket it is in.
+// Each log keeps its entries in a primary bucket under key(org, id); events are also indexed in
+// other buckets under key(org, value, id) with an empty value, so that a page of one
+// organization's entries, newest first, is one backward walk over one key range, whichever
+// bucket it is in.
 
 // page selects a range of one log: the entries whose keys lie under prefix (key(org) in the
 // primary bucket, key(org, value) in an index), within a time range and older than a cursor.
@@ -25,10 +26,10 @@ type page struct {
 	cursor string
 }
 
-// walk calls visit with the id of every entry of p in b, newest first, until visit returns
-// false or an error. Ids hold only hexadecimal digits and hyphens, which key leaves as they are,
+// walk calls visit with the id and the value of every entry of p in b, newest first, until
+// visit returns false or an error. Ids hold only hexadecimal digits and hyphens, which key leaves as they are,
 // so an id, or the beginning of one, is a bound of a key range by itself.
-func (p page) walk(b *bbolt.Bucket, visit func(id string) (bool, error)) error {
+func (p page) walk(b *bbolt.Bucket, visit func(id string, v []byte) (bool, error)) error {
 	upper := append(bytes.Clone(p.prefix), 0xff)
 	if !p.until.IsZero() {
 		upper = minKey(upper, append(bytes.Clone(p.prefix), storage.IDTimePrefix(p.until)...))
@@ -41,16 +42,16 @@ func (p page) walk(b *bbolt.Bucket, visit func(id string) (bool, error)) error {
 		lower = append(bytes.Clone(p.prefix), storage.IDTimePrefix(p.since)...)
 	}
 	c := b.Cursor()
-	k, _ := c.Seek(upper)
+	k, v := c.Seek(upper)
 	if k == nil {
-		k, _ = c.Last()
+		k, v = c.Last()
 	} else {
-		k, _ = c.Prev()
+		k, v = c.Prev()
 	}
-	for ; k != nil && bytes.Compare(k, lower) >= 0; k, _ = c.Prev() {
+	for ; k != nil && bytes.Compare(k, lower) >= 0; k, v = c.Prev() {
 		// Every key from prefix up to prefix+0xff begins with prefix; the id follows it and
 		// ends with key's terminating zero.
-		more, err := visit(string(k[len(p.prefix) : len(k)-1]))
+		more, err := visit(string(k[len(p.prefix):len(k)-1]), v)
 		if err != nil || !more {
 			return err
 		}
@@ -69,13 +70,15 @@ func minKey(a, b []byte) []byte {
 // primary) and decodes each entry from primary into a T, keeping those that match, up to limit.
 func collect[T any](primary, index *bbolt.Bucket, org string, p page, limit int, match func(T) bool) ([]T, error) {
 	var out []T
-	err := p.walk(index, func(id string) (bool, error) {
-		v, ok, err := get[T](primary, key(org, id))
-		if err != nil {
-			return false, err
+	err := p.walk(index, func(id string, data []byte) (bool, error) {
+		if index != primary {
+			if data = primary.Get(key(org, id)); data == nil {
+				return false, fmt.Errorf("index names missing entry %s", id)
+			}
 		}
-		if !ok {
-			return false, fmt.Errorf("index names missing entry %s", id)
+		var v T
+		if err := json.Unmarshal(data, &v); err != nil {
+			return false, fmt.Errorf("decode entry %s: %w", id, err)
 		}
 		if match(v) {
 			out = append(out, v)
@@ -101,26 +104,22 @@ func orgPrefix(k []byte) []byte {
 }
 
 // deleteOlder removes, from the log in primary, up to max entries of any organization whose
-// ids sort before the ids of time t, and reports how many it removed. It calls unindex with
-// each entry's value first, so that the caller removes the entry's index keys.
-func deleteOlder(primary *bbolt.Bucket, t time.Time, max int, unindex func(data []byte) error) (int, error) {
+// ids sort before the ids of time t, and reports how many it removed.
+func deleteOlder(primary *bbolt.Bucket, t time.Time, max int) (int, error) {
 	bound := storage.IDTimePrefix(t)
 	var keys [][]byte
 	c := primary.Cursor()
-	for k, v := c.First(); k != nil && len(keys) < max; {
+	for k, _ := c.First(); k != nil && len(keys) < max; {
 		org := orgPrefix(k)
 		end := append(bytes.Clone(org), bound...)
-		for ; k != nil && bytes.HasPrefix(k, org) && bytes.Compare(k, end) < 0 && len(keys) < max; k, v = c.Next() {
-			if err := unindex(v); err != nil {
-				return 0, err
-			}
+		for ; k != nil && bytes.HasPrefix(k, org) && bytes.Compare(k, end) < 0 && len(keys) < max; k, _ = c.Next() {
 			keys = append(keys, bytes.Clone(k))
 		}
 		if len(keys) >= max {
 			break
 		}
 		// Jump over the rest of this organization's entries, which are all newer.
-		k, v = c.Seek(append(bytes.Clone(org), 0xff))
+		k, _ = c.Seek(append(bytes.Clone(org), 0xff))
 	}
 	for _, k := range keys {
 		if err := primary.Delete(k); err != nil {
@@ -130,16 +129,10 @@ func deleteOlder(primary *bbolt.Bucket, t time.Time, max int, unindex func(data 
 	return len(keys), nil
 }
 
-// indexKeys returns key(org, value, id) for each distinct non-empty value.
-func indexKeys(org, id string, values ...string) [][]byte {
-	var out [][]byte
-	seen := make(map[string]bool, len(values))
-	for _, v := range values {
-		if v == "" || seen[v] {
-			continue
-		}
-		seen[v] = true
-		out = append(out, key(org, v, id))
+// putIndex adds key(org, value, id) to an index of a log, unless value is empty.
+func putIndex(index *bbolt.Bucket, org, value, id string) error {
+	if value == "" {
+		return nil
 	}
-	return slices.Clip(out)
+	return index.Put(key(org, value, id), nil)
 }

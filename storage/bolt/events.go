@@ -82,15 +82,11 @@ func appendEvents(tx *bbolt.Tx, events []storage.Event) error {
 		if err != nil {
 			return err
 		}
-		for _, ik := range indexKeys(e.OrgID, e.ID, e.UserID) {
-			if err := tx.Bucket(bucketEventsByUser).Put(ik, nil); err != nil {
-				return err
-			}
+		if err := putIndex(tx.Bucket(bucketEventsByUser), e.OrgID, e.UserID, e.ID); err != nil {
+			return err
 		}
-		for _, ik := range indexKeys(e.OrgID, e.ID, e.SvcID) {
-			if err := tx.Bucket(bucketEventsBySvc).Put(ik, nil); err != nil {
-				return err
-			}
+		if err := putIndex(tx.Bucket(bucketEventsBySvc), e.OrgID, e.SvcID, e.ID); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,12 +1,11 @@
 package bolt
 
 import (
-	"fmt"
-
 	"bytes"
 	"encoding/json"
-	bbolt "go.etcd.io/bbolt"
 	"strconv"
+
+	bbolt "go.etcd.io/bbolt"
 )
 
 // decodeGrant decodes a stored grant. Loading a user's grants is on the path of a first check,
@@ -145,14 +144,5 @@ func integer(b []byte) bool {
 
 // scanGrants is scan for grant records, through decodeGrant.
 func scanGrants(b *bbolt.Bucket, prefix []byte) ([]grantRecord, error) {
-	var out []grantRecord
-	c := b.Cursor()
-	for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
-		var r grantRecord
-		if err := decodeGrant(data, &r); err != nil {
-			return nil, fmt.Errorf("decode %q: %w", k, err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return scanWith(b, prefix, decodeGrant)
 }

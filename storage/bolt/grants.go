@@ -77,18 +77,24 @@ func (s *Store) RevokeRecorded(ctx context.Context, orgID, userID, resourceID st
 // deleteGrantsOf removes every grant of the resource, finding them through the by-resource
 // index.
 func deleteGrantsOf(tx *bbolt.Tx, orgID, resourceID string) error {
-	byResource, grants := tx.Bucket(bucketGrantsByResource), tx.Bucket(bucketGrants)
+	return deleteByResource(tx.Bucket(bucketGrantsByResource), tx.Bucket(bucketGrants), orgID, resourceID)
+}
+
+// deleteByResource removes every record of primary, under key(org, holder, resource), that
+// grants resourceID, and its entry in byResource, under key(org, resource, holder) with the
+// holder (a user or a group) as value.
+func deleteByResource(byResource, primary *bbolt.Bucket, orgID, resourceID string) error {
 	prefix := key(orgID, resourceID)
 	// Keys are collected first: bbolt's cursor may skip keys if the bucket changes under it.
 	var indexKeys [][]byte
-	var users []string
+	var holders []string
 	c := byResource.Cursor()
-	for k, user := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, user = c.Next() {
+	for k, holder := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, holder = c.Next() {
 		indexKeys = append(indexKeys, bytes.Clone(k))
-		users = append(users, string(user))
+		holders = append(holders, string(holder))
 	}
-	for i, user := range users {
-		if err := grants.Delete(key(orgID, user, resourceID)); err != nil {
+	for i, holder := range holders {
+		if err := primary.Delete(key(orgID, holder, resourceID)); err != nil {
 			return err
 		}
 		if err := byResource.Delete(indexKeys[i]); err != nil {

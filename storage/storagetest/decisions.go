@@ -144,7 +144,7 @@ func testDecisions(t *testing.T, open opener) {
 		}
 		diff(t, "ListDecisions(org-1)", []storage.Decision{d[5], d[4], d[3]}, listDecisions(t, s, "org-1", storage.DecisionFilter{}))
 		diff(t, "ListDecisions(org-2)", []storage.Decision(nil), listDecisions(t, s, "org-2", storage.DecisionFilter{}), equateEmpty)
-		// The indexes forget them too.
+		// Filtered lists forget them too.
 		diff(t, "ListDecisions(org-1, resource)", []storage.Decision{d[5]}, listDecisions(t, s, "org-1", storage.DecisionFilter{SvcID: rid(1)}))
 		diff(t, "ListDecisions(org-1, user)", []storage.Decision{d[5], d[3]}, listDecisions(t, s, "org-1", storage.DecisionFilter{UserID: "u-1"}))
 
