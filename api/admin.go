@@ -36,7 +36,7 @@ func (s *Server) createOrg(c *gin.Context) {
 		s.writeError(c, conflict(err, "An organization with this name already exists."))
 		return
 	}
-	key, err := issueKey(ctx, s.store, uid.New(), org.ID, now)
+	key, err := issueScopedKey(ctx, s.store, uid.New(), org.ID, "", now)
 	if err != nil {
 		s.writeError(c, err)
 		return
@@ -90,15 +90,6 @@ func (s *Server) revokeAPIKey(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"message": "API key revoked"})
 }
 
-// issueKey makes a new key for the organization, stores its hash under id, and returns the key.
-func issueKey(ctx context.Context, store storage.OrgStore, id, orgID string, now time.Time) (string, error) {
-	key := apikey.Generate()
-	if err := store.CreateAPIKey(ctx, keyRecord(id, orgID, key, now)); err != nil {
-		return "", fmt.Errorf("create API key for organization %s: %w", orgID, err)
-	}
-	return key, nil
-}
-
 func keyRecord(id, orgID, key string, now time.Time) storage.APIKey {
 	return storage.APIKey{ID: id, OrgID: orgID, Prefix: apikey.Display(key), Hash: apikey.Hash(key), CreatedAt: now}
 }
@@ -124,7 +115,7 @@ func Bootstrap(ctx context.Context, store storage.OrgStore, bootstrapKey string,
 		if err != nil {
 			return "", err
 		}
-		return issueKey(ctx, store, uid.New(), org.ID, now)
+		return issueScopedKey(ctx, store, uid.New(), org.ID, "", now)
 	}
 	if _, err := store.APIKeyByHash(ctx, apikey.Hash(bootstrapKey)); !errors.Is(err, storage.ErrNotFound) {
 		return "", err // nil when the key is already in place

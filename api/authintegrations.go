@@ -38,7 +38,7 @@ func (s *Server) createAuthIntegration(c *gin.Context) {
 		s.createSCIMIntegration(c, req.Name, req.Metadata)
 		return
 	}
-	a := storage.AuthIntegration{OrgID: orgID(c), ID: uid.New(), Name: req.Name, Metadata: req.Metadata, Type: "import", CreatedAt: s.clock()}
+	a := storage.AuthIntegration{OrgID: orgID(c), ID: uid.New(), Name: req.Name, Metadata: req.Metadata, Type: storage.IntegrationImport, CreatedAt: s.clock()}
 	if err := s.store.CreateAuthIntegration(c.Request.Context(), a); err != nil {
 		s.writeError(c, conflict(err, "An auth integration with this name already exists."))
 		return

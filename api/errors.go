@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -68,10 +67,10 @@ const retryAfterSeconds = "1"
 func (s *Server) writeError(c *gin.Context, err error) {
 	status, body := s.errorResponse(err)
 	if status == http.StatusServiceUnavailable {
-		s.distrustCache()
 		c.Header("Retry-After", retryAfterSeconds)
 		if isStoreError(err) {
 			s.metrics.storeError(err)
+			s.distrustCache()
 		}
 	}
 	if e, ok := errors.AsType[*Error](err); ok && e.RetryAfter > 0 {
@@ -103,7 +102,7 @@ func (s *Server) errorResponse(err error) (int, gin.H) {
 		return http.StatusNotFound, gin.H{"detail": errNotFound.Detail}
 	case errors.Is(err, storage.ErrConflict):
 		return http.StatusConflict, gin.H{"detail": "It already exists."}
-	case errors.Is(err, storage.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case isStoreError(err):
 		return http.StatusServiceUnavailable, gin.H{"detail": "The store is unavailable; try again shortly."}
 	}
 	return http.StatusInternalServerError, gin.H{"detail": "Internal Server Error"}

@@ -234,20 +234,18 @@ func (s *Server) liveGrants(ctx context.Context, org string, gs []storage.GroupG
 	now := s.now()
 	ids := make([]string, 0, len(gs))
 	for _, g := range gs {
-		ids = append(ids, g.ResourceID)
+		if !storage.Expired(g.ExpiresAt, now) {
+			ids = append(ids, g.ResourceID)
+		}
 	}
-	rs, err := s.store.GetResources(ctx, org, ids)
+	rs, err := s.resourceFacts(ctx, org, ids)
 	if err != nil {
 		return nil, fmt.Errorf("resources granted to groups: %w", err)
 	}
-	names := make(map[string]string, len(rs))
-	for _, r := range rs {
-		names[r.ID] = r.Name
-	}
 	out := map[string][]grantJSON{}
 	for _, g := range gs {
-		if name, ok := names[g.ResourceID]; ok && !storage.Expired(g.ExpiresAt, now) {
-			out[g.GroupID] = append(out[g.GroupID], grantJSON{ID: g.ResourceID, Name: name, ExpiresAt: expiryJSON(g.ExpiresAt)})
+		if r, ok := rs[g.ResourceID]; ok && !storage.Expired(g.ExpiresAt, now) {
+			out[g.GroupID] = append(out[g.GroupID], grantJSON{ID: g.ResourceID, Name: r.Name, ExpiresAt: expiryJSON(g.ExpiresAt)})
 		}
 	}
 	return out, nil

@@ -2,10 +2,15 @@ package api
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/gin-gonic/gin"
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
@@ -203,5 +208,23 @@ func TestSharedStoreTrustsTheCacheOnlyWhileSynced(t *testing.T) {
 	s.Synced(false)
 	if read() {
 		t.Error("the cache was used after the change feed said it lost track")
+	}
+
+	// A 503 that says the store failed stops the cache being trusted at once; one that says
+	// nothing of the store (no policy loaded) does not.
+	answer503 := func(err error) {
+		c, _ := gin.CreateTestContext(httptest.NewRecorder())
+		c.Request = httptest.NewRequest("GET", "/readyz", nil)
+		s.writeError(c, err)
+	}
+	s.Synced(true)
+	read()
+	answer503(&Error{Status: http.StatusServiceUnavailable, Detail: "No policy is loaded."})
+	if !read() {
+		t.Error("a 503 about the policy stopped the cache being trusted")
+	}
+	answer503(fmt.Errorf("get user: %w", storage.ErrUnavailable))
+	if read() {
+		t.Error("the cache was used after a request found the store unavailable")
 	}
 }

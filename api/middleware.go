@@ -56,13 +56,14 @@ func (s *Server) accessLog(c *gin.Context) {
 	if route == "" {
 		route = "unmatched"
 	}
-	s.metrics.observeRequest(c.Request.Method, route, c.Writer.Status(), time.Since(start))
+	took := time.Since(start)
+	s.metrics.observeRequest(c.Request.Method, route, c.Writer.Status(), took)
 	s.log.LogAttrs(c.Request.Context(), slog.LevelInfo, "request",
 		slog.String("request_id", requestID(c)),
 		slog.String("method", c.Request.Method),
 		slog.String("route", route),
 		slog.Int("status", c.Writer.Status()),
-		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+		slog.Float64("duration_ms", float64(took.Microseconds())/1000),
 		slog.String("org_id", orgID(c)),
 	)
 }
@@ -74,11 +75,13 @@ func (s *Server) recoverPanic(c *gin.Context) {
 			if p == http.ErrAbortHandler {
 				panic(p)
 			}
-			s.log.LogAttrs(c.Request.Context(), slog.LevelError, "panic",
-				slog.String("request_id", requestID(c)), slog.String("panic", fmt.Sprint(p)), slog.String("stack", string(debug.Stack())))
-			if !c.Writer.Written() {
-				c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"detail": "Internal Server Error"})
+			err := fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			if c.Writer.Written() {
+				s.log.LogAttrs(c.Request.Context(), slog.LevelError, "request failed after answering",
+					slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
+				return
 			}
+			s.writeError(c, err) // a 500 that shows nothing of it, logged once with the stack
 		}
 	}()
 	c.Next()
