@@ -58,15 +58,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	cfg := config.FromEnv(getenv)
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	cfg, err := settings("serve", args, getenv, stderr)
+	if err != nil {
 		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("invalid settings:\n%w", err)
 	}
 	log := newLogger(stderr)
 	log.Info("starting", "config", cfg)
@@ -149,6 +143,22 @@ func policySource(dir string) string {
 		return "the embedded policy"
 	}
 	return dir
+}
+
+// settings reads the settings from the environment, then the flags of the command called
+// name, and checks them.
+func settings(name string, args []string, getenv func(string) string, stderr io.Writer) (config.Config, error) {
+	cfg := config.FromEnv(getenv)
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("invalid settings:\n%w", err)
+	}
+	return cfg, nil
 }
 
 func openStore(ctx context.Context, cfg config.Config) (storage.Store, error) {

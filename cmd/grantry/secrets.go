@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,15 +79,9 @@ func secrets(ctx context.Context, args []string, getenv func(string) string, std
 	if len(args) == 0 || args[0] != "rotate" {
 		return fmt.Errorf("unknown or incomplete command %q\n%s", strings.Join(append([]string{"secrets"}, args...), " "), usage)
 	}
-	cfg := config.FromEnv(getenv)
-	fs := flag.NewFlagSet("secrets rotate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg.RegisterFlags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	cfg, err := settings("secrets rotate", args[1:], getenv, stderr)
+	if err != nil {
 		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("invalid settings:\n%w", err)
 	}
 	log := newLogger(stderr)
 	sealer, err := openSealer(cfg, log)

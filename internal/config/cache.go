@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"flag"
-	"strconv"
 )
 
 // DefaultCacheEntries is how many users the check path keeps in memory when
@@ -13,13 +12,7 @@ const DefaultCacheEntries = 100_000
 // readCache reads GRANTRY_CACHE_ENTRIES. A value that does not parse becomes -1, which Validate
 // reports by the variable's name.
 func (c *Config) readCache(getenv func(string) string) {
-	if v := getenv("GRANTRY_CACHE_ENTRIES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			n = -1
-		}
-		c.CacheEntries = n
-	}
+	readInt(getenv, "GRANTRY_CACHE_ENTRIES", &c.CacheEntries)
 }
 
 func (c *Config) registerCacheFlags(fs *flag.FlagSet) {

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"flag"
-	"strconv"
 )
 
 // DefaultDecisionLogDays is how many days decisions are kept when GRANTRY_DECISION_LOG_DAYS is
@@ -13,13 +12,7 @@ const DefaultDecisionLogDays = 30
 // readDecisionLog reads GRANTRY_DECISION_LOG_DAYS. A value that does not parse becomes -1,
 // which Validate reports by the variable's name.
 func (c *Config) readDecisionLog(getenv func(string) string) {
-	if v := getenv("GRANTRY_DECISION_LOG_DAYS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			n = -1
-		}
-		c.DecisionLogDays = n
-	}
+	readInt(getenv, "GRANTRY_DECISION_LOG_DAYS", &c.DecisionLogDays)
 }
 
 func (c *Config) registerDecisionLogFlags(fs *flag.FlagSet) {

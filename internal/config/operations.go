@@ -36,13 +36,7 @@ func (c *Config) readOperations(getenv func(string) string) {
 		}
 		c.RateLimit = r
 	}
-	if v := getenv("GRANTRY_RATE_BURST"); v != "" {
-		b, err := strconv.Atoi(v)
-		if err != nil {
-			b = -1
-		}
-		c.RateBurst = b
-	}
+	readInt(getenv, "GRANTRY_RATE_BURST", &c.RateBurst)
 }
 
 func (c *Config) registerOperationFlags(fs *flag.FlagSet) {
@@ -68,4 +62,16 @@ func (c Config) validateOperations() []error {
 		errs = append(errs, errors.New("GRANTRY_RATE_BURST must be a whole number of requests, 0 or more (0 = one second's worth)"))
 	}
 	return errs
+}
+
+// readInt sets *dst from the variable name when it is set. A value that does not parse becomes
+// -1, which every whole-number setting refuses, so that Validate reports it by name.
+func readInt(getenv func(string) string, name string, dst *int) {
+	if v := getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			n = -1
+		}
+		*dst = n
+	}
 }
