@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -70,21 +71,41 @@ var ErrInvalidID = errors.New("id was not made for the record's time")
 // EntryIDs makes the ids of events and decisions. An id begins with the record's time in
 // Unix milliseconds and then a number that grows with every id made, so that sorting ids as
 // text sorts records by time, and records of the same millisecond in the order they were
-// made; a random tail keeps ids of several replicas apart. Stores rely on this to page by id
-// and to select times by id range. The zero value is ready; keep one per process.
+// made; a random tail, drawn once per EntryIDs, keeps ids of several replicas apart. Stores
+// rely on this to page by id and to select times by id range. The zero value is ready; keep
+// one per process.
 type EntryIDs struct {
-	n atomic.Uint64
+	n    atomic.Uint64
+	once sync.Once
+	tail string
 }
 
-// New returns a new id for a record of time t, which must not be before 1970.
+// New returns a new id for a record of time t, which must not be before 1970. It is on the
+// path of every access check, so it formats by hand and draws no randomness.
 func (g *EntryIDs) New(t time.Time) string {
-	return fmt.Sprintf("%s%012x-%s", IDTimePrefix(t), g.n.Add(1)&0xffff_ffff_ffff, uid.New()[:8])
+	g.once.Do(func() { g.tail = uid.New()[:8] })
+	b := make([]byte, 0, 34)
+	b = appendHex12(b, uint64(max(t.UnixMilli(), 0)))
+	b = append(b, '-')
+	b = appendHex12(b, g.n.Add(1))
+	b = append(b, '-')
+	b = append(b, g.tail...)
+	return string(b)
 }
 
 // IDTimePrefix is how every id of a record of time t begins. Ids of earlier times sort before
 // it, and ids of t and later after it, so stores use it as the bound of a time range.
 func IDTimePrefix(t time.Time) string {
-	return fmt.Sprintf("%012x-", max(t.UnixMilli(), 0))
+	return string(append(appendHex12(make([]byte, 0, 13), uint64(max(t.UnixMilli(), 0))), '-'))
+}
+
+// appendHex12 appends the low 48 bits of n as 12 lowercase hexadecimal digits.
+func appendHex12(b []byte, n uint64) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 44; shift >= 0; shift -= 4 {
+		b = append(b, digits[n>>shift&0xf])
+	}
+	return b
 }
 
 // CheckID returns an error wrapping ErrInvalidID unless id was made by EntryIDs for time t.
