@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -60,18 +61,23 @@ func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decisio
 	}
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		primary := tx.Bucket(bucketDecisions)
+		// New decisions go to the end of their organization's range: pages filled fuller
+		// than bbolt's default half split less often and are fewer to write.
+		primary.FillPercent = 0.9
+		var buf []byte
 		for _, d := range decisions {
 			k := key(d.OrgID, d.ID)
 			if primary.Get(k) != nil {
 				continue
 			}
-			err := put(primary, k, decisionRecord{
+			buf = decisionRecord{
 				ID: d.ID, OrgID: d.OrgID, Time: millis(d.Time), RequestID: d.RequestID, APIKeyID: d.APIKeyID,
 				Endpoint: d.Endpoint, UserID: d.UserID, ResourceIDs: d.ResourceIDs, Allowed: d.Allowed,
 				PolicyRevision: d.PolicyRevision, DurationMicros: d.Duration.Microseconds(),
-			})
-			if err != nil {
-				return err
+			}.appendJSON(buf[:0])
+			// Put keeps a reference to the value until the transaction commits.
+			if err := primary.Put(k, bytes.Clone(buf)); err != nil {
+				return fmt.Errorf("put %q: %w", k, err)
 			}
 		}
 		return nil
@@ -127,11 +133,67 @@ func (s *Store) ListDecisions(ctx context.Context, orgID string, f storage.Decis
 // jsonString is s as encoding/json writes it in a record, quotes included: a record that holds
 // s as a value holds these bytes.
 func jsonString(s string) []byte {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // a string always encodes
+	return appendJSONString(nil, s)
+}
+
+// appendJSON appends the record as encoding/json encodes it, byte for byte, without
+// reflection: every access check writes one.
+func (r decisionRecord) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, r.ID)
+	b = append(b, `,"org_id":`...)
+	b = appendJSONString(b, r.OrgID)
+	b = append(b, `,"time":`...)
+	b = strconv.AppendInt(b, r.Time, 10)
+	if r.RequestID != "" {
+		b = append(b, `,"request_id":`...)
+		b = appendJSONString(b, r.RequestID)
 	}
-	return b
+	if r.APIKeyID != "" {
+		b = append(b, `,"api_key_id":`...)
+		b = appendJSONString(b, r.APIKeyID)
+	}
+	b = append(b, `,"endpoint":`...)
+	b = appendJSONString(b, r.Endpoint)
+	b = append(b, `,"user_id":`...)
+	b = appendJSONString(b, r.UserID)
+	b = append(b, `,"resource_ids":`...)
+	if r.ResourceIDs == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, id := range r.ResourceIDs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, id)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"allowed":`...)
+	b = strconv.AppendBool(b, r.Allowed)
+	b = append(b, `,"policy_revision":`...)
+	b = appendJSONString(b, r.PolicyRevision)
+	b = append(b, `,"duration_us":`...)
+	b = strconv.AppendInt(b, r.DurationMicros, 10)
+	return append(b, '}')
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it. Printable ASCII that needs no
+// escape is copied; anything else is left to encoding/json, so the two never differ.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			quoted, err := json.Marshal(s)
+			if err != nil {
+				panic(err) // a string always encodes
+			}
+			return append(b, quoted...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // DeleteDecisionsBefore removes every organization's decisions older than t, a chunk per
