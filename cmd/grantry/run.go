@@ -14,6 +14,7 @@ import (
 
 	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/internal/config"
+	"github.com/grantry/grantry/internal/logbuf"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/audit"
@@ -62,7 +63,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr)
+	log, lines := newLogger(stderr)
+	defer lines.Close()
 	log.Info("starting", "config", cfg)
 
 	engine, err := loadPolicy(ctx, cfg.PolicyDir)
@@ -94,6 +96,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	if key != "" {
+		_ = lines.Flush() // the lines logged so far come before the key
 		// The one time a key is ever printed: CONTRACT.md asks for it on a first start.
 		fmt.Fprintf(stderr, "\nGrantry created organization %q with this API key, shown only this once; keep it now: %s\n\n", api.DefaultOrg, key)
 	}
@@ -178,14 +181,18 @@ func openStore(ctx context.Context, cfg config.Config) (storage.Store, error) {
 	return s, nil
 }
 
-// newLogger logs JSON, or text when a person is watching the terminal.
-func newLogger(w io.Writer) *slog.Logger {
+// newLogger logs JSON, or text when a person is watching the terminal, to w through the
+// returned logbuf.Writer, which the caller closes last: lines below warning level reach w up
+// to 100 ms late, in batches, so that logging every request costs few writes.
+func newLogger(w io.Writer) (*slog.Logger, *logbuf.Writer) {
+	lines := logbuf.New(w)
+	var h slog.Handler = slog.NewJSONHandler(lines, nil)
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			return slog.New(slog.NewTextHandler(w, nil))
+			h = slog.NewTextHandler(lines, nil)
 		}
 	}
-	return slog.New(slog.NewJSONHandler(w, nil))
+	return slog.New(logbuf.Urgent(h, lines)), lines
 }
 
 // cacheEntries turns GRANTRY_CACHE_ENTRIES, where 0 means no cache, into api.Config's, where 0

@@ -83,7 +83,8 @@ func secrets(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr)
+	log, lines := newLogger(stderr)
+	defer lines.Close()
 	sealer, err := openSealer(cfg, log)
 	if err != nil {
 		return err

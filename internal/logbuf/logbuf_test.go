@@ -1,0 +1,138 @@
+package logbuf_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/grantry/grantry/internal/logbuf"
+)
+
+// syncBuffer is a bytes.Buffer safe for the Writer's timer to write to while a test reads it.
+type syncBuffer struct {
+	mu     sync.Mutex
+	b      bytes.Buffer
+	writes int
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writes++
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+func TestWriterHoldsLinesThenWritesThemTogether(t *testing.T) {
+	out := &syncBuffer{}
+	w := logbuf.New(out)
+	for i := range 3 {
+		fmt.Fprintf(w, "line %d\n", i)
+	}
+	if out.String() != "" {
+		t.Fatalf("written at once: %q", out.String())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for out.String() == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, want := out.String(), "line 0\nline 1\nline 2\n"; got != want {
+		t.Fatalf("after the delay: %q, want %q", got, want)
+	}
+	if out.Writes() != 1 {
+		t.Errorf("%d writes, want the lines in one", out.Writes())
+	}
+}
+
+func TestWriterFlushesWhenFullAndOnClose(t *testing.T) {
+	out := &syncBuffer{}
+	w := logbuf.New(out)
+	line := strings.Repeat("x", 1023) + "\n"
+	for range 64 { // exactly the most held
+		w.Write([]byte(line))
+	}
+	if out.String() != "" {
+		t.Fatalf("wrote %d bytes before it was full", len(out.String()))
+	}
+	w.Write([]byte("next\n"))
+	if len(out.String()) != 64*1024 {
+		t.Fatalf("wrote %d bytes when full, want the 65536 held", len(out.String()))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), line+"next\n") {
+		t.Fatalf("Close did not write what was held")
+	}
+	w.Write([]byte("late\n"))
+	if !strings.HasSuffix(out.String(), "next\nlate\n") {
+		t.Errorf("a write after Close was held")
+	}
+}
+
+func TestUrgentFlushesWarningsWithWhatCameBefore(t *testing.T) {
+	tests := []struct {
+		level   slog.Level
+		flushed bool
+	}{
+		{slog.LevelDebug, false}, {slog.LevelInfo, false}, {slog.LevelWarn, true}, {slog.LevelError, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level.String(), func(t *testing.T) {
+			out := &syncBuffer{}
+			w := logbuf.New(out)
+			defer w.Close()
+			log := slog.New(logbuf.Urgent(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}), w)).With("k", "v").WithGroup("g")
+			log.Info("before")
+			log.Log(t.Context(), tt.level, "this")
+			got := out.String()
+			if flushed := strings.Contains(got, "msg=this"); flushed != tt.flushed {
+				t.Fatalf("flushed = %v, want %v: %q", flushed, tt.flushed, got)
+			}
+			if tt.flushed && (!strings.Contains(got, "msg=before") || strings.Index(got, "before") > strings.Index(got, "this")) {
+				t.Errorf("the earlier line was not written first: %q", got)
+			}
+		})
+	}
+}
+
+func TestWriterKeepsConcurrentLinesWhole(t *testing.T) {
+	out := &syncBuffer{}
+	w := logbuf.New(out)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				fmt.Fprintf(w, "%d-%d-%s\n", g, i, strings.Repeat("y", 200))
+			}
+		}()
+	}
+	wg.Wait()
+	w.Close()
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 8*500 {
+		t.Fatalf("%d lines, want %d", len(lines), 8*500)
+	}
+	for _, l := range lines {
+		if !strings.HasSuffix(l, strings.Repeat("y", 200)) || strings.Count(l, "-") != 2 {
+			t.Fatalf("torn line %q", l)
+		}
+	}
+}
