@@ -82,7 +82,7 @@ func (s *Server) resourceFacts(ctx context.Context, orgID string, ids []string) 
 
 // policyResource is what the policy reads of r.
 func policyResource(r storage.Resource) policy.Resource {
-	return policy.NewResource(string(r.Kind), r.Name)
+	return policy.NewResource(r.ID, string(r.Kind), r.Name)
 }
 
 // policyInput gathers from the caller's organization what the policy reads to decide whether

@@ -119,15 +119,20 @@ type Resource struct {
 	Kind string
 	Name string
 
+	id    string    // the resource's id, when made by NewResource
 	term  *ast.Term // as input.resources holds it
 	grant *ast.Term // a grant of it that never expires, as resource_list holds it
+	asked *ast.Term // input.resource_ids when it alone is asked about: [id]
+	found *ast.Term // input.resources when it alone is asked about: {id: term}
 }
 
-// NewResource returns the resource with its OPA values built, so that the many users and
+// NewResource returns the resource id with its OPA values built, so that the many users and
 // decisions that read it share them instead of building their own.
-func NewResource(kind, name string) Resource {
-	r := Resource{Kind: kind, Name: name}
+func NewResource(id, kind, name string) Resource {
+	r := Resource{Kind: kind, Name: name, id: id}
 	r.term, r.grant = r.resourceTerm(), grantTerm(name, time.Time{})
+	r.asked = ast.ArrayTerm(ast.StringTerm(id))
+	r.found = ast.NewTerm(ast.NewObject(ast.Item(ast.StringTerm(id), r.term)))
 	return r
 }
 
@@ -151,28 +156,45 @@ func (r Resource) resourceTerm() *ast.Term {
 	)
 }
 
+// The keys of the input object, shared by every input.
+var (
+	keyResourceIDs = ast.StringTerm("resource_ids")
+	keyResources   = ast.StringTerm("resources")
+	keyNow         = ast.StringTerm("now")
+	keyUser        = ast.StringTerm("user")
+)
+
 // value builds the input as an OPA value directly, which costs far less than encoding JSON and
-// having OPA parse it again.
+// having OPA parse it again. The usual question, about one resource that exists, reads the
+// values its Resource holds.
 func (in Input) value() ast.Value {
-	ids := make([]*ast.Term, len(in.ResourceIDs))
-	for i, id := range in.ResourceIDs {
-		ids[i] = ast.StringTerm(id)
-	}
-	resources := ast.NewObject()
-	for id, r := range in.Resources {
-		resources.Insert(ast.StringTerm(id), r.resourceTerm())
-	}
-	obj := ast.NewObject(
-		ast.Item(ast.StringTerm("resource_ids"), ast.ArrayTerm(ids...)),
-		ast.Item(ast.StringTerm("resources"), ast.NewTerm(resources)),
-	)
+	ids, resources := in.asked()
+	obj := ast.NewObject(ast.Item(keyResourceIDs, ids), ast.Item(keyResources, resources))
 	if !in.Now.IsZero() {
-		obj.Insert(ast.StringTerm("now"), nanosTerm(in.Now))
+		obj.Insert(keyNow, nanosTerm(in.Now))
 	}
 	if in.User != nil {
-		obj.Insert(ast.StringTerm("user"), in.User.value())
+		obj.Insert(keyUser, in.User.value())
 	}
 	return obj
+}
+
+// asked returns input.resource_ids and input.resources.
+func (in Input) asked() (ids, resources *ast.Term) {
+	if len(in.ResourceIDs) == 1 && len(in.Resources) == 1 {
+		if r := in.Resources[in.ResourceIDs[0]]; r.asked != nil && r.id == in.ResourceIDs[0] {
+			return r.asked, r.found
+		}
+	}
+	terms := make([]*ast.Term, len(in.ResourceIDs))
+	for i, id := range in.ResourceIDs {
+		terms[i] = ast.StringTerm(id)
+	}
+	found := ast.NewObject()
+	for id, r := range in.Resources {
+		found.Insert(ast.StringTerm(id), r.resourceTerm())
+	}
+	return ast.ArrayTerm(terms...), ast.NewTerm(found)
 }
 
 // grantsTerm is a resource_list: {"<id>": {"name": "...", "expires_at": <ns>}}, without

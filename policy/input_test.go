@@ -9,7 +9,7 @@ import (
 // from it, give the policy the same input as the plain structs they stand for.
 func TestSharedTermsReadAsLiterals(t *testing.T) {
 	expiry := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	model := NewResource("model", "gpt")
+	model := NewResource("r", "model", "gpt")
 	tests := []struct {
 		name            string
 		shared, literal Input
@@ -23,6 +23,16 @@ func TestSharedTermsReadAsLiterals(t *testing.T) {
 			"expires",
 			Input{User: &User{ID: "u", Grants: map[string]Grant{"r": model.Grant(expiry)}}, ResourceIDs: []string{"r"}},
 			Input{User: &User{ID: "u", Grants: map[string]Grant{"r": {Name: "gpt", ExpiresAt: expiry}}}, ResourceIDs: []string{"r"}},
+		},
+		{
+			"asked with another",
+			Input{User: &User{ID: "u", Grants: map[string]Grant{"r": model.Grant(time.Time{})}}, ResourceIDs: []string{"r", "x"}, Resources: map[string]Resource{"r": model}},
+			Input{User: &User{ID: "u", Grants: map[string]Grant{"r": {Name: "gpt"}}}, ResourceIDs: []string{"r", "x"}, Resources: map[string]Resource{"r": {Kind: "model", Name: "gpt"}}},
+		},
+		{
+			"held under another id", // a caller's mistake, which must not give the resource's own id
+			Input{ResourceIDs: []string{"y"}, Resources: map[string]Resource{"y": model}},
+			Input{ResourceIDs: []string{"y"}, Resources: map[string]Resource{"y": {Kind: "model", Name: "gpt"}}},
 		},
 		{
 			"through a group",

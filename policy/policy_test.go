@@ -245,26 +245,35 @@ func mustEngine(tb testing.TB, mods []Module) *Engine {
 	return e
 }
 
-func benchInput(grants int) Input {
+// benchInput asks about r00007 (granted) or r99999 (not granted), which exists, of a user who
+// holds grants grants.
+func benchInput(grants int, granted bool) Input {
 	u := &User{ID: "u", Active: true, Grants: make(map[string]Grant, grants)}
 	for i := range grants {
-		u.Grants[fmt.Sprintf("r%05d", i)] = Grant{Name: "name"}
+		id := fmt.Sprintf("r%05d", i)
+		u.Grants[id] = NewResource(id, "model", "name").Grant(time.Time{})
 	}
-	return Input{User: u, ResourceIDs: []string{"r00007"}, Resources: map[string]Resource{"r00007": {Kind: "model", Name: "name"}}}
+	id := "r99999"
+	if granted {
+		id = "r00007"
+	}
+	return Input{User: u, ResourceIDs: []string{id}, Resources: map[string]Resource{id: NewResource(id, "model", "name")}, Now: time.Now()}
 }
 
 func BenchmarkAllow(b *testing.B) {
 	e := mustEngine(b, Embedded())
 	for _, n := range []int{50, 5000} {
-		in := benchInput(n)
-		b.Run(fmt.Sprintf("grants=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if ok, err := e.Allow(context.Background(), in); !ok || err != nil {
-					b.Fatal(ok, err)
+		for _, granted := range []bool{true, false} {
+			in := benchInput(n, granted)
+			b.Run(fmt.Sprintf("grants=%d/granted=%v", n, granted), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if ok, err := e.Allow(context.Background(), in); ok != granted || err != nil {
+						b.Fatal(ok, err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
