@@ -5,8 +5,6 @@ import (
 	"unicode/utf8"
 )
 
-var quote = []byte{'"'}
-
 // decodeCheckFast reads the body of a can_user_access request in the one shape clients send,
 // {"user_id":"…","svc_id":"…"} (either order, any white space), without reflection or
 // allocation beyond the two strings. It answers ok only when the body is exactly that, with
@@ -15,17 +13,17 @@ var quote = []byte{'"'}
 // another type, a problem to report) is left to bindJSON: ok is false.
 func decodeCheckFast(body []byte) (req accessRequest, ok bool) {
 	var haveUser, haveSvc bool
-	ok = scanFlatObject(body, func(key, value []byte, list [][]byte) bool {
+	ok = scanFlatObject(body, func(key, value []byte) bool {
 		switch {
-		case string(key) == "user_id" && !haveUser && list == nil:
+		case string(key) == "user_id" && !haveUser:
 			req.UserID, haveUser = string(value), true
-		case string(key) == "svc_id" && !haveSvc && list == nil:
+		case string(key) == "svc_id" && !haveSvc:
 			req.SvcID, haveSvc = string(value), true
 		default:
 			return false
 		}
 		return true
-	})
+	}, nil)
 	if !ok || !haveUser || !haveSvc || !validUserID(req.UserID) || !isUUID(req.SvcID) {
 		return accessRequest{}, false
 	}
@@ -36,24 +34,19 @@ func decodeCheckFast(body []byte) (req accessRequest, ok bool) {
 // {"user_id":"…","tags":["…",…]} with 1 to 1000 UUIDs. The tags come back in canonical form.
 func decodeCheckAllFast(body []byte) (req accessAllRequest, ok bool) {
 	var haveUser, haveTags bool
-	ok = scanFlatObject(body, func(key, value []byte, list [][]byte) bool {
-		switch {
-		case string(key) == "user_id" && !haveUser && list == nil && value != nil:
-			req.UserID, haveUser = string(value), true
-		case string(key) == "tags" && !haveTags && list != nil:
-			if len(list) > 1000 {
-				return false
-			}
-			for _, tag := range list {
-				if !isUUID(tag) {
-					return false
-				}
-			}
-			req.Tags, haveTags = canonicalUUIDs(list), true
-		default:
+	ok = scanFlatObject(body, func(key, value []byte) bool {
+		if string(key) != "user_id" || haveUser {
 			return false
 		}
+		req.UserID, haveUser = string(value), true
 		return true
+	}, func(key, b []byte, i int) (next int, ok bool) {
+		if string(key) != "tags" || haveTags {
+			return 0, false
+		}
+		req.Tags, next, ok = scanUUIDs(b, i, 1000)
+		haveTags = ok
+		return next, ok
 	})
 	if !ok || !haveUser || !haveTags || len(req.Tags) == 0 || !validUserID(req.UserID) {
 		return accessAllRequest{}, false
@@ -61,34 +54,76 @@ func decodeCheckAllFast(body []byte) (req accessAllRequest, ok bool) {
 	return req, true
 }
 
-// canonicalUUIDs returns the UUIDs in canonical form (canonicalID), as substrings of one
-// string: two allocations for any number of tags rather than one or two per tag.
-func canonicalUUIDs(list [][]byte) []string {
-	buf := make([]byte, 0, 36*len(list))
-	for _, id := range list {
-		buf = append(buf, id...)
+// scanUUIDs reads a JSON array of at most limit UUIDs starting at b[i] ('['), each a string
+// of the form isUUID accepts with no white space inside its quotes, and puts them in canonical
+// form (canonicalID) as it goes: a check may name a thousand tags, so their bytes are read
+// once rather than once per rule. It returns the UUIDs, as substrings of one string, and the
+// index just after the array; ok is false for anything else.
+var hyphen = []byte{'-'}
+
+func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
+	// A UUID takes 38 bytes with its quotes, which bounds how many the rest of b can hold.
+	buf := make([]byte, 0, min(len(b)-i, 38*limit)/38*36)
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return []string{}, i + 1, true
 	}
-	for i, c := range buf {
-		if 'A' <= c && c <= 'F' {
-			buf[i] = c + 'a' - 'A'
+	for {
+		n := len(buf)
+		if n == 36*limit || i+38 > len(b) || b[i] != '"' || b[i+37] != '"' {
+			return nil, 0, false
+		}
+		src, dst := (*[36]byte)(b[i+1:i+37]), (*[36]byte)(buf[n:n+36])
+		bad := false
+		for k, c := range src {
+			c = uuidByte[c]
+			bad = bad || c == 0
+			dst[k] = c
+		}
+		// uuidByte keeps hyphens, so a UUID has exactly its four, where they belong.
+		if bad || dst[8] != '-' || dst[13] != '-' || dst[18] != '-' || dst[23] != '-' || bytes.Count(dst[:], hyphen) != 4 {
+			return nil, 0, false
+		}
+		buf = buf[:n+36]
+		if i = skipSpace(b, i+38); i >= len(b) {
+			return nil, 0, false
+		}
+		switch b[i] {
+		case ']':
+			all := string(buf)
+			ids = make([]string, len(all)/36)
+			for k := range ids {
+				ids[k] = all[36*k : 36*(k+1)]
+			}
+			return ids, i + 1, true
+		case ',':
+			i = skipSpace(b, i+1)
+		default:
+			return nil, 0, false
 		}
 	}
-	all := string(buf)
-	out := make([]string, len(list))
-	for i := range out {
-		out[i] = all[36*i : 36*(i+1)]
-	}
-	return out
 }
+
+// uuidByte maps each hexadecimal digit, either case, to its lower-case form, a hyphen to
+// itself, and every other byte to 0.
+var uuidByte = func() (t [256]byte) {
+	for _, c := range "0123456789abcdef-" {
+		t[c] = byte(c)
+	}
+	for _, c := range "ABCDEF" {
+		t[c] = byte(c) + 'a' - 'A'
+	}
+	return t
+}()
 
 // validUserID is the user_id rule of the request types: required, at most maxName characters.
 func validUserID(id string) bool { return id != "" && utf8.RuneCountInString(id) <= maxName }
 
-// scanFlatObject reads a JSON object whose values are plain strings or arrays of plain strings
-// (see plainString), calling field for each member: with value set for a string, or with list
-// set (possibly empty, never nil) for an array. It reports false, having stopped, if the body is
-// anything else or field returns false.
-func scanFlatObject(body []byte, field func(key, value []byte, list [][]byte) bool) bool {
+// scanFlatObject reads a JSON object whose values are plain strings (see plainString), calling
+// field for each, or arrays, which array reads from b[i] ('[') and returns the index just
+// after (a nil array refuses them all). It reports false, having stopped, if the body is
+// anything else or field or array refuses.
+func scanFlatObject(body []byte, field func(key, value []byte) bool, array func(key, b []byte, i int) (next int, ok bool)) bool {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return false
@@ -106,17 +141,18 @@ func scanFlatObject(body []byte, field func(key, value []byte, list [][]byte) bo
 			return false
 		}
 		i = skipSpace(body, i+1)
-		var value []byte
-		var list [][]byte
 		if i < len(body) && body[i] == '[' {
-			if list, i, ok = plainStrings(body, i); !ok {
+			if array == nil {
 				return false
 			}
-		} else if value, i, ok = plainString(body, i); !ok {
-			return false
-		}
-		if !field(key, value, list) {
-			return false
+			if i, ok = array(key, body, i); !ok {
+				return false
+			}
+		} else {
+			var value []byte
+			if value, i, ok = plainString(body, i); !ok || !field(key, value) {
+				return false
+			}
 		}
 		if i = skipSpace(body, i); i >= len(body) {
 			return false
@@ -126,35 +162,6 @@ func scanFlatObject(body []byte, field func(key, value []byte, list [][]byte) bo
 		}
 		if body[i] != ',' {
 			return false
-		}
-	}
-}
-
-// plainStrings reads a JSON array of plain strings starting at b[i] ('['), and returns them
-// (an empty, non-nil slice for []) and the index just after the array.
-func plainStrings(b []byte, i int) (list [][]byte, next int, ok bool) {
-	// Every string of the array has two quotes: counting them (quickly) bounds its length.
-	list = make([][]byte, 0, bytes.Count(b[i:], quote)/2)
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return list, i + 1, true
-	}
-	for {
-		s, next, ok := plainString(b, i)
-		if !ok {
-			return nil, 0, false
-		}
-		list = append(list, s)
-		if i = skipSpace(b, next); i >= len(b) {
-			return nil, 0, false
-		}
-		switch b[i] {
-		case ']':
-			return list, i + 1, true
-		case ',':
-			i = skipSpace(b, i+1)
-		default:
-			return nil, 0, false
 		}
 	}
 }
