@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/grantry/grantry/api"
@@ -65,7 +67,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	}
 	log, lines := newLogger(stderr)
 	defer lines.Close()
-	log.Info("starting", "config", cfg)
+	log.Info("starting", "config", cfg, "gogc", tuneGC(getenv))
 
 	engine, err := loadPolicy(ctx, cfg.PolicyDir)
 	if err != nil {
@@ -179,6 +181,23 @@ func openStore(ctx context.Context, cfg config.Config) (storage.Store, error) {
 		return nil, fmt.Errorf("open embedded store: %w", err)
 	}
 	return s, nil
+}
+
+// gcPercent is the garbage collector's goal, GOGC, unless the environment sets one. The check
+// path's cache keeps a large live heap that barely changes, which Go's default of 100 marks
+// again each time the heap doubles: about a tenth of a loaded server's CPU. At 200 the
+// make bench workload costs 10 to 15% less CPU per check (three runs each way), for a heap
+// that may grow to three times the live data instead of two.
+const gcPercent = 200
+
+// tuneGC sets the garbage collector's goal to gcPercent unless GOGC is set, and returns the
+// goal in force.
+func tuneGC(getenv func(string) string) string {
+	if v := getenv("GOGC"); v != "" {
+		return v
+	}
+	debug.SetGCPercent(gcPercent)
+	return strconv.Itoa(gcPercent)
 }
 
 // newLogger logs JSON, or text when a person is watching the terminal, to w through the
