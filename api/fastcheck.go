@@ -59,8 +59,6 @@ func decodeCheckAllFast(body []byte) (req accessAllRequest, ok bool) {
 // form (canonicalID) as it goes: a check may name a thousand tags, so their bytes are read
 // once rather than once per rule. It returns the UUIDs, as substrings of one string, and the
 // index just after the array; ok is false for anything else.
-var hyphen = []byte{'-'}
-
 func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
 	// A UUID takes 38 bytes with its quotes, which bounds how many the rest of b can hold.
 	buf := make([]byte, 0, min(len(b)-i, 38*limit)/38*36)
@@ -103,6 +101,8 @@ func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
 		}
 	}
 }
+
+var hyphen = []byte{'-'}
 
 // uuidByte maps each hexadecimal digit, either case, to its lower-case form, a hyphen to
 // itself, and every other byte to 0.

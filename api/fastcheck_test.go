@@ -83,6 +83,14 @@ func TestDecodeCheckAllFast(t *testing.T) {
 		{`{"user_id":"ada","tags":[]}`, accessAllRequest{}, false},
 		{`{"user_id":"ada","tags":[` + many + `]}`, accessAllRequest{}, false},
 		{`{"user_id":"ada","tags":["nope"]}`, accessAllRequest{}, false},
+		// A hyphen where a digit belongs, a digit where a hyphen belongs, white space inside
+		// the quotes, a digit out of range, and the thousandth-and-first tag cut short.
+		{`{"user_id":"ada","tags":["0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a0-"]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":["0b6f1a5206a51-4c59-9a43-3c1f4f2f6a01"]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":[" 0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a0"]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":["0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a0g"]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":[` + many[:len(many)-10] + `]}`, accessAllRequest{}, false},
+		{`{"user_id":"ada","tags":["` + a + `"`, accessAllRequest{}, false},
 		{`{"user_id":"ada","tags":"` + a + `"}`, accessAllRequest{}, false},
 		{`{"user_id":["ada"],"tags":["` + a + `"]}`, accessAllRequest{}, false},
 		{`{"user_id":"ada","tags":["` + a + `",]}`, accessAllRequest{}, false},
