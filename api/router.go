@@ -27,10 +27,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/docs/:asset", s.serveDocsAsset)
 
 	a := r.Group("", s.authenticate, s.rateLimit, s.authorize)
-	list := func(path string, h gin.HandlerFunc) {
-		a.GET(path, h)
-		a.GET(path+"/", h)
-	}
+	list := func(path string, h gin.HandlerFunc) { withSlash(a, http.MethodGet, path, h) }
 
 	a.POST("/provisions/can_user_access", s.canUserAccess)
 	a.POST("/provisions/can_user_access_all", s.canUserAccessAll)
@@ -73,4 +70,11 @@ func (s *Server) routes() *gin.Engine {
 	admin.POST("/orgs/:id/api_keys", s.createAPIKey)
 	admin.DELETE("/api_keys/:id", s.revokeAPIKey)
 	return r
+}
+
+// withSlash serves h at path and at path with a trailing slash: clients send both, and the
+// router redirects neither to the other.
+func withSlash(r gin.IRoutes, method, path string, h gin.HandlerFunc) {
+	r.Handle(method, path, h)
+	r.Handle(method, path+"/", h)
 }

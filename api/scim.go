@@ -37,31 +37,41 @@ const (
 // token of an integration; an API key is refused there, as a SCIM token is everywhere else.
 func (s *Server) scimRoutes(r *gin.Engine) {
 	g := r.Group(scimBasePath, s.scimAuthenticate)
-	both := func(method, path string, h gin.HandlerFunc) {
-		g.Handle(method, path, h)
-		g.Handle(method, path+"/", h)
-	}
+	both := func(method, path string, h gin.HandlerFunc) { withSlash(g, method, path, h) }
 	both(http.MethodGet, "/ServiceProviderConfig", s.scimServiceProviderConfig)
 	both(http.MethodGet, "/ResourceTypes", s.scimResourceTypes)
 	g.GET("/ResourceTypes/:id", s.scimResourceType)
 	both(http.MethodGet, "/Schemas", s.scimSchemas)
 	g.GET("/Schemas/:id", s.scimSchema)
 
-	both(http.MethodGet, "/Users", s.scimListUsers)
+	both(http.MethodGet, "/Users", s.scimQuery(parseListQuery, s.scimUsersPage))
 	both(http.MethodPost, "/Users", s.scimCreateUser)
-	g.POST("/Users/.search", s.scimSearchUsers)
+	g.POST("/Users/.search", s.scimQuery(parseSearchBody, s.scimUsersPage))
 	g.GET("/Users/:id", s.scimGetUser)
 	g.PUT("/Users/:id", s.scimReplaceUser)
 	g.PATCH("/Users/:id", s.scimPatchUser)
 	g.DELETE("/Users/:id", s.scimDeleteUser)
 
-	both(http.MethodGet, "/Groups", s.scimListGroups)
+	both(http.MethodGet, "/Groups", s.scimQuery(parseListQuery, s.scimGroupsPage))
 	both(http.MethodPost, "/Groups", s.scimCreateGroup)
-	g.POST("/Groups/.search", s.scimSearchGroups)
+	g.POST("/Groups/.search", s.scimQuery(parseSearchBody, s.scimGroupsPage))
 	g.GET("/Groups/:id", s.scimGetGroup)
 	g.PUT("/Groups/:id", s.scimReplaceGroup)
 	g.PATCH("/Groups/:id", s.scimPatchGroup)
 	g.DELETE("/Groups/:id", s.scimDeleteGroup)
+}
+
+// scimQuery answers a list of users or groups asked for either way SCIM allows: parse reads
+// the query from the URL (GET) or from a SearchRequest body (POST .search), and page answers it.
+func (s *Server) scimQuery(parse func(*gin.Context) (listQuery, error), page func(*gin.Context, listQuery)) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		q, err := parse(c)
+		if err != nil {
+			s.writeError(c, err)
+			return
+		}
+		page(c, q)
+	}
 }
 
 // scimAuthenticate resolves the bearer SCIM token to its organization and integration, or

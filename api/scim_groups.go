@@ -138,24 +138,6 @@ func (s *Server) scimGetGroup(c *gin.Context) {
 	s.scimResource(c, scim.Group, http.StatusOK, groupResource(c, g))
 }
 
-func (s *Server) scimListGroups(c *gin.Context) {
-	q, err := parseListQuery(c)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	s.scimGroupsPage(c, q)
-}
-
-func (s *Server) scimSearchGroups(c *gin.Context) {
-	q, err := parseSearchBody(c)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	s.scimGroupsPage(c, q)
-}
-
 // scimGroupsPage answers a page of the integration's groups that match the query's filter.
 func (s *Server) scimGroupsPage(c *gin.Context, q listQuery) {
 	ctx, org, integ := c.Request.Context(), orgID(c), scimIntegration(c)

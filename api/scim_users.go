@@ -221,24 +221,6 @@ func (s *Server) scimGetUser(c *gin.Context) {
 	s.writeUser(c, http.StatusOK, u)
 }
 
-func (s *Server) scimListUsers(c *gin.Context) {
-	q, err := parseListQuery(c)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	s.scimUsersPage(c, q)
-}
-
-func (s *Server) scimSearchUsers(c *gin.Context) {
-	q, err := parseSearchBody(c)
-	if err != nil {
-		s.writeError(c, err)
-		return
-	}
-	s.scimUsersPage(c, q)
-}
-
 // scimUsersPage answers a page of the integration's users that match the query's filter.
 func (s *Server) scimUsersPage(c *gin.Context, q listQuery) {
 	ctx, org, integ := c.Request.Context(), orgID(c), scimIntegration(c)

@@ -166,10 +166,7 @@ func (s *Server) revokeOrgAPIKey(c *gin.Context) {
 // user's access comes from, and the organization's own key management, on the authenticated
 // group a.
 func (s *Server) accessRoutes(a *gin.RouterGroup) {
-	list := func(path string, h gin.HandlerFunc) {
-		a.GET(path, h)
-		a.GET(path+"/", h)
-	}
+	list := func(path string, h gin.HandlerFunc) { withSlash(a, http.MethodGet, path, h) }
 	a.POST("/provisions/add_to_group", s.addToGroup)
 	a.POST("/provisions/remove_from_group", s.removeFromGroup)
 	a.POST("/provisions/check_batch", s.checkBatch)
