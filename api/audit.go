@@ -85,11 +85,7 @@ func (s *Server) listDecisions(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	var next *string
-	if len(ds) > q.limit {
-		ds = ds[:q.limit]
-		next = orNull(encodeCursor("decisions", org, ds[len(ds)-1].ID))
-	}
+	ds, next := pageOf(ds, q.limit, "decisions", org, func(d storage.Decision) string { return d.ID })
 	out := make([]decisionJSON, len(ds))
 	for i, d := range ds {
 		ids := d.ResourceIDs
@@ -120,11 +116,7 @@ func (s *Server) listEvents(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	var next *string
-	if len(es) > q.limit {
-		es = es[:q.limit]
-		next = orNull(encodeCursor("events", org, es[len(es)-1].ID))
-	}
+	es, next := pageOf(es, q.limit, "events", org, func(e storage.Event) string { return e.ID })
 	out := make([]eventJSON, len(es))
 	for i, e := range es {
 		out[i] = eventJSON{
@@ -150,7 +142,7 @@ type auditQuery struct {
 // once as FastAPI would. list names the list, so that a cursor of one list is refused by the
 // other; result and action say whether the list has those filters.
 func parseAuditQuery(c *gin.Context, list string, result, action bool) (auditQuery, error) {
-	q := auditQuery{limit: defaultAuditLimit}
+	var q auditQuery
 	var problems []Problem
 	bad := func(name, typ, msg string) {
 		problems = append(problems, Problem{Loc: []any{"query", name}, Msg: msg, Type: typ})
@@ -190,19 +182,7 @@ func parseAuditQuery(c *gin.Context, list string, result, action bool) (auditQue
 			*dst = ceilMilli(t)
 		}
 	}
-	if v, ok := c.GetQuery("limit"); ok {
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			bad("limit", "int_parsing", "Input should be a valid integer, unable to parse string as an integer")
-		case n < 1:
-			bad("limit", "greater_than_equal", "Input should be greater than or equal to 1")
-		case n > maxAuditLimit:
-			bad("limit", "less_than_equal", fmt.Sprintf("Input should be less than or equal to %d", maxAuditLimit))
-		default:
-			q.limit = n
-		}
-	}
+	q.limit = queryLimit(c, defaultAuditLimit, maxAuditLimit, bad)
 	if v, ok := c.GetQuery("cursor"); ok {
 		id, ok := decodeCursor(list, orgID(c), v)
 		if !ok {
@@ -260,6 +240,16 @@ func encodeCursor(list, org, id string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(list + "." + orgDigest(org) + "." + id))
 }
 
+// pageOf cuts entries, read one beyond limit, to limit, and returns the cursor of the next page
+// of list, or nil when there was nothing beyond.
+func pageOf[T any](entries []T, limit int, list, org string, id func(T) string) ([]T, *string) {
+	if len(entries) <= limit {
+		return entries, nil
+	}
+	entries = entries[:limit]
+	return entries, orNull(encodeCursor(list, org, id(entries[limit-1])))
+}
+
 func decodeCursor(list, org, cursor string) (string, bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
@@ -275,4 +265,25 @@ func decodeCursor(list, org, cursor string) (string, bool) {
 func orgDigest(org string) string {
 	sum := sha256.Sum256([]byte(org))
 	return hex.EncodeToString(sum[:8])
+}
+
+// queryLimit reads the limit query parameter of a paged list: def when it is absent, and
+// reported through bad (as FastAPI words it) unless it is a whole number from 1 to most.
+func queryLimit(c *gin.Context, def, most int, bad func(name, typ, msg string)) int {
+	v, ok := c.GetQuery("limit")
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		bad("limit", "int_parsing", "Input should be a valid integer, unable to parse string as an integer")
+	case n < 1:
+		bad("limit", "greater_than_equal", "Input should be greater than or equal to 1")
+	case n > most:
+		bad("limit", "less_than_equal", fmt.Sprintf("Input should be less than or equal to %d", most))
+	default:
+		return n
+	}
+	return def
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -153,20 +152,7 @@ func parseReverseQuery(c *gin.Context, org string) (svcID string, limit int, aft
 	default:
 		svcID = canonicalID(v)
 	}
-	limit = defaultReverseLimit
-	if v, ok := c.GetQuery("limit"); ok {
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			bad("limit", "int_parsing", "Input should be a valid integer, unable to parse string as an integer")
-		case n < 1:
-			bad("limit", "greater_than_equal", "Input should be greater than or equal to 1")
-		case n > maxReverseLimit:
-			bad("limit", "less_than_equal", fmt.Sprintf("Input should be less than or equal to %d", maxReverseLimit))
-		default:
-			limit = n
-		}
-	}
+	limit = queryLimit(c, defaultReverseLimit, maxReverseLimit, bad)
 	if v, ok := c.GetQuery("cursor"); ok {
 		id, ok := decodeCursor(reverseList(svcID), org, v)
 		if !ok {
