@@ -120,7 +120,7 @@ func setGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant, err error) {
 		return nil, fmt.Errorf("resource: %w", storage.ErrNotFound)
 	}
 	grants, k := tx.Bucket(bucketGrants), key(g.OrgID, g.UserID, g.ResourceID)
-	rec, ok, err := get[grantRecord](grants, k)
+	rec, ok, err := getGrant(grants, k)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func setGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant, err error) {
 	if err := indexExpiry(tx, expiryRef{Kind: expiryUser, OrgID: g.OrgID, Holder: g.UserID, ResourceID: g.ResourceID, ExpiresAt: expires}); err != nil {
 		return nil, err
 	}
-	return prev, put(grants, k, rec)
+	return prev, put(grants, k, grantValue(rec.CreatedAt, rec.ExpiresAt))
 }
 
 // ResourceGrants returns the resource's grants, ordered by UserID: the order of the
@@ -152,7 +152,7 @@ func (s *Store) ResourceGrants(ctx context.Context, orgID, resourceID string) ([
 		grants, prefix := tx.Bucket(bucketGrants), key(orgID, resourceID)
 		c := tx.Bucket(bucketGrantsByResource).Cursor()
 		for k, user := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, user = c.Next() {
-			rec, ok, err := get[grantRecord](grants, key(orgID, string(user), resourceID))
+			rec, ok, err := getGrant(grants, key(orgID, string(user), resourceID))
 			if err != nil {
 				return err
 			}
@@ -426,7 +426,7 @@ func (s *Store) DeleteExpiredGrants(ctx context.Context, now time.Time) (storage
 // returns it; nil if it was revoked or given another expiry since.
 func deleteExpiredGrant(tx *bbolt.Tx, ref expiryRef) (*storage.Grant, error) {
 	k := key(ref.OrgID, ref.Holder, ref.ResourceID)
-	rec, ok, err := get[grantRecord](tx.Bucket(bucketGrants), k)
+	rec, ok, err := getGrant(tx.Bucket(bucketGrants), k)
 	if err != nil || !ok || rec.ExpiresAt != ref.ExpiresAt {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ var (
 	bucketIntegrationNames = []byte("integration_names") // org, name → id
 	bucketUsers            = []byte("users")             // org, id → userRecord
 	bucketUserEmails       = []byte("user_emails")       // org, integration id, lower-cased email → user id
-	bucketGrants           = []byte("grants")            // org, user id, resource id → grantRecord
+	bucketGrants           = []byte("grants")            // org, user id, resource id → grantValue (times; older records: grantRecord)
 	// grants_by_resource lets DeleteResource find a resource's grants without a scan.
 	bucketGrantsByResource = []byte("grants_by_resource") // org, resource id, user id → user id
 
@@ -186,6 +186,39 @@ func key(parts ...string) []byte {
 		k = append(k, 0)
 	}
 	return k
+}
+
+// splitKey returns the parts key joined into k; nil if k is not such a key.
+func splitKey(k []byte) []string {
+	return appendKeyParts(nil, k)
+}
+
+// appendKeyParts is splitKey appending to parts, and returns nil if k is not a key.
+func appendKeyParts(parts []string, k []byte) []string {
+	var part []byte // the part so far, when it holds an escaped zero byte
+	start := 0
+	for i := 0; i < len(k); i++ {
+		switch {
+		case k[i] != 0:
+		case i+1 < len(k) && k[i+1] == 0xff:
+			part = append(append(part, k[start:i]...), 0)
+			i++
+			start = i + 1
+		case part != nil:
+			parts = append(parts, string(append(part, k[start:i]...)))
+			part, start = nil, i+1
+		default:
+			parts = append(parts, string(k[start:i]))
+			start = i + 1
+		}
+	}
+	if start != len(k) || part != nil {
+		return nil // not ended by a separator
+	}
+	if parts == nil {
+		parts = []string{}
+	}
+	return parts
 }
 
 // get decodes the value at k in b into a T; ok is false if there is none.

@@ -142,7 +142,16 @@ func integer(b []byte) bool {
 	return true
 }
 
-// scanGrants is scan for grant records, through decodeGrant.
+// scanGrants returns the grants whose keys start with prefix, through readGrant.
 func scanGrants(b *bbolt.Bucket, prefix []byte) ([]grantRecord, error) {
-	return scanWith(b, prefix, decodeGrant)
+	var out []grantRecord
+	c := b.Cursor()
+	for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
+		r, err := readGrant(k, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -2,7 +2,10 @@ package bolt
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestDecodeGrant checks the grant decoder on what this store writes and on what only
@@ -59,6 +62,42 @@ func FuzzDecodeGrant(f *testing.F) {
 		var want grantRecord
 		if err := json.Unmarshal(data, &want); err != nil || fast != want {
 			t.Fatalf("fastGrant(%q) = %+v; encoding/json: %+v, %v", data, fast, want, err)
+		}
+	})
+}
+
+// TestSplitKey checks that splitKey returns the parts key joined, zero bytes included, and
+// refuses what key never makes.
+func TestSplitKey(t *testing.T) {
+	for _, parts := range [][]string{
+		{"org", "user", "00000000-0000-4000-8000-000000000001"},
+		{""},
+		{"", "", ""},
+		{"a\x00b", "\x00", "c\x00"},
+		{"\x00\x00", "x"},
+	} {
+		if got := splitKey(key(parts...)); !slices.Equal(got, parts) {
+			t.Errorf("splitKey(key(%q)) = %q", parts, got)
+		}
+	}
+	for _, k := range []string{"no separator", "a\x00b", "a\x00\xff"} {
+		if got := splitKey([]byte(k)); got != nil {
+			t.Errorf("splitKey(%q) = %q, want nil", k, got)
+		}
+	}
+}
+
+// FuzzSplitKey checks that splitKey undoes key for any three parts.
+func FuzzSplitKey(f *testing.F) {
+	f.Add("org", "user", "resource")
+	f.Add("a\x00", "\x00\xff", "")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		parts := []string{a, b, c}
+		if strings.ContainsRune(a+b+c, 0xff) || !utf8.ValidString(a+b+c) {
+			t.Skip("ids are UTF-8, which never holds the byte 0xff")
+		}
+		if got := splitKey(key(parts...)); !slices.Equal(got, parts) {
+			t.Errorf("splitKey(key(%q)) = %q", parts, got)
 		}
 	})
 }

@@ -12,12 +12,47 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
+// grantRecord is a user's grant. Its key, key(org, user, resource), is what names it: the
+// value written holds only the times, and the ids are read back from the key. Records written
+// before that also hold the ids in the value; they are read the same way. A value of 30 bytes
+// instead of 190 puts a user's 20 grants on one page instead of two or three, so that a user's
+// first check reads fewer pages from disk.
 type grantRecord struct {
-	OrgID      string `json:"org_id"`
-	UserID     string `json:"user_id"`
-	ResourceID string `json:"resource_id"`
+	OrgID      string `json:"org_id,omitempty"`
+	UserID     string `json:"user_id,omitempty"`
+	ResourceID string `json:"resource_id,omitempty"`
 	CreatedAt  int64  `json:"created_at"`
 	ExpiresAt  int64  `json:"expires_at,omitempty"` // 0: never
+}
+
+// grantValue is what is written of a grant under its key.
+func grantValue(createdAt, expiresAt int64) grantRecord {
+	return grantRecord{CreatedAt: createdAt, ExpiresAt: expiresAt}
+}
+
+// getGrant reads the grant at k, key(org, user, resource), in b; ok is false if there is none.
+func getGrant(b *bbolt.Bucket, k []byte) (r grantRecord, ok bool, err error) {
+	data := b.Get(k)
+	if data == nil {
+		return r, false, nil
+	}
+	r, err = readGrant(k, data)
+	return r, err == nil, err
+}
+
+// readGrant decodes the grant stored as data under k, taking its ids from k.
+func readGrant(k, data []byte) (grantRecord, error) {
+	var r grantRecord
+	if err := decodeGrant(data, &r); err != nil {
+		return r, fmt.Errorf("decode %q: %w", k, err)
+	}
+	var ids [3]string
+	parts := appendKeyParts(ids[:0], k)
+	if len(parts) != 3 {
+		return r, fmt.Errorf("decode %q: a grant's key has %d parts, want 3", k, len(parts))
+	}
+	r.OrgID, r.UserID, r.ResourceID = parts[0], parts[1], parts[2]
+	return r, nil
 }
 
 func (r grantRecord) grant() storage.Grant {

@@ -164,10 +164,7 @@ func loadGrants(tx *bbolt.Tx, gs []storage.Grant) error {
 		if err := byResource.Put(key(g.OrgID, g.ResourceID, g.UserID), []byte(g.UserID)); err != nil {
 			return err
 		}
-		err := put(grants, key(g.OrgID, g.UserID, g.ResourceID), grantRecord{
-			OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, CreatedAt: millis(g.CreatedAt),
-			ExpiresAt: expiryMillis(g.ExpiresAt),
-		})
+		err := put(grants, key(g.OrgID, g.UserID, g.ResourceID), grantValue(millis(g.CreatedAt), expiryMillis(g.ExpiresAt)))
 		if err != nil {
 			return err
 		}
