@@ -98,6 +98,13 @@ func (s *Server) errorResponse(err error) (int, gin.H) {
 		return e.Status, gin.H{"detail": e.Detail}
 	}
 	switch {
+	// A grant or revoke names what it lacked, so that its handler need not read it first.
+	case errors.Is(err, storage.ErrUserNotFound):
+		return http.StatusNotFound, gin.H{"detail": errUserNotFound.Detail}
+	case errors.Is(err, storage.ErrResourceNotFound):
+		return http.StatusNotFound, gin.H{"detail": errResourceNotFound.Detail}
+	case errors.Is(err, storage.ErrGroupNotFound):
+		return http.StatusNotFound, gin.H{"detail": errGroupNotFound.Detail}
 	case errors.Is(err, storage.ErrNotFound):
 		return http.StatusNotFound, gin.H{"detail": errNotFound.Detail}
 	case errors.Is(err, storage.ErrConflict):

@@ -31,17 +31,10 @@ func (s *Server) addToGroup(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	ctx, org, id := c.Request.Context(), orgID(c), canonicalID(req.SvcID)
-	if _, err := s.store.GetOrgGroup(ctx, org, req.GroupID); err != nil {
-		s.writeError(c, notFound(err, errGroupNotFound.Detail))
-		return
-	}
-	if _, err := s.store.GetResource(ctx, org, id); err != nil {
-		s.writeError(c, notFound(err, errResourceNotFound.Detail))
-		return
-	}
-	g := storage.GroupGrant{OrgID: org, GroupID: req.GroupID, ResourceID: id, CreatedAt: s.clock(), ExpiresAt: expires}
-	if _, err := s.store.SetGroupGrant(ctx, g); err != nil {
+	// The store says which of the group and the resource is missing (the group first), and
+	// errorResponse names it.
+	g := storage.GroupGrant{OrgID: orgID(c), GroupID: req.GroupID, ResourceID: canonicalID(req.SvcID), CreatedAt: s.clock(), ExpiresAt: expires}
+	if _, err := s.store.SetGroupGrant(c.Request.Context(), g); err != nil {
 		s.writeError(c, err)
 		return
 	}

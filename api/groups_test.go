@@ -154,6 +154,7 @@ func TestPlainGroups(t *testing.T) {
 		{"delete unknown group", "/groups/remove", map[string]string{"group_id": "nope"}, 404, "Group not found."},
 		{"grant to unknown group", "/provisions/add_to_group", map[string]string{"group_id": "nope", "svc_id": model}, 404, "Group not found."},
 		{"grant unknown resource", "/provisions/add_to_group", map[string]string{"group_id": eng, "svc_id": "00000000-0000-4000-8000-000000000000"}, 404, "Resource not found."},
+		{"grant unknown resource to unknown group", "/provisions/add_to_group", map[string]string{"group_id": "nope", "svc_id": "00000000-0000-4000-8000-000000000000"}, 404, "Group not found."},
 		{"revoke from unknown group", "/provisions/remove_from_group", map[string]string{"group_id": "nope", "svc_id": model}, 404, "Group not found."},
 	}
 	for _, tc := range tests {

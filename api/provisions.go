@@ -108,17 +108,10 @@ func (s *Server) addToUser(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	ctx, org, id := c.Request.Context(), orgID(c), canonicalID(req.SvcID)
-	if _, err := s.store.GetUser(ctx, org, req.UserID); err != nil {
-		s.writeError(c, notFound(err, errUserNotFound.Detail))
-		return
-	}
-	if _, err := s.store.GetResource(ctx, org, id); err != nil {
-		s.writeError(c, notFound(err, errResourceNotFound.Detail))
-		return
-	}
-	g := storage.Grant{OrgID: org, UserID: req.UserID, ResourceID: id, CreatedAt: s.clock(), ExpiresAt: expires}
-	if err := s.store.Grant(ctx, g); err != nil {
+	// The store says which of the user and the resource is missing (the user first), and
+	// errorResponse names it.
+	g := storage.Grant{OrgID: orgID(c), UserID: req.UserID, ResourceID: canonicalID(req.SvcID), CreatedAt: s.clock(), ExpiresAt: expires}
+	if err := s.store.Grant(c.Request.Context(), g); err != nil {
 		s.writeError(c, err)
 		return
 	}

@@ -56,11 +56,16 @@ func TestProvisioningNotFound(t *testing.T) {
 	_, key := f.org("acme")
 	model := f.model(key, "m")
 	alice := f.user(key, "alice@acme.test")
+	_, otherKey := f.org("globex")
+	theirs, theirModel := f.user(otherKey, "bob@globex.test"), f.model(otherKey, "m")
 	tests := []struct {
 		name, path, user, svc, detail string
 	}{
 		{"grant to unknown user", "/provisions/add_to_user", "nobody", model, "User not found."},
 		{"grant unknown resource", "/provisions/add_to_user", alice, unknownID, "Resource not found."},
+		{"grant unknown resource to unknown user", "/provisions/add_to_user", "nobody", unknownID, "User not found."},
+		{"grant to a user of another org", "/provisions/add_to_user", theirs, model, "User not found."},
+		{"grant a resource of another org", "/provisions/add_to_user", alice, theirModel, "Resource not found."},
 		{"revoke from unknown user", "/provisions/remove_from_user", "nobody", model, "User not found."},
 	}
 	for _, tc := range tests {

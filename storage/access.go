@@ -30,19 +30,20 @@ type AccessStore interface {
 	// SetGrant is Grant: it records that g.UserID may use g.ResourceID until g.ExpiresAt.
 	// Granting what is granted keeps its CreatedAt and replaces its ExpiresAt with
 	// g.ExpiresAt. It returns the grant as it was before, or nil when the grant is new, so
-	// that the audit trail can tell a new grant from a new expiry; and ErrNotFound if the user
-	// or the resource does not exist in g.OrgID.
+	// that the audit trail can tell a new grant from a new expiry. If the user does not exist
+	// in g.OrgID it returns ErrUserNotFound, else if the resource does not, ErrResourceNotFound.
 	SetGrant(ctx context.Context, g Grant) (*Grant, error)
 	// ResourceGrants returns the grants of the organization's resource, ordered by UserID.
 	ResourceGrants(ctx context.Context, orgID, resourceID string) ([]Grant, error)
 
 	// SetGroupGrant records that every member of group g.GroupID may use g.ResourceID until
 	// g.ExpiresAt, as SetGrant does for one user, and returns the group grant as it was
-	// before (nil when it is new). It returns ErrNotFound if the organization has no such group
-	// (plain or of any integration) or no such resource.
+	// before (nil when it is new). If the organization has no such group (plain or of any
+	// integration) it returns ErrGroupNotFound, else if it has no such resource,
+	// ErrResourceNotFound.
 	SetGroupGrant(ctx context.Context, g GroupGrant) (*GroupGrant, error)
 	// RevokeGroupGrant removes the group grant if there is one, and reports whether there
-	// was. It returns ErrNotFound if the organization has no such group.
+	// was. It returns ErrGroupNotFound if the organization has no such group.
 	RevokeGroupGrant(ctx context.Context, orgID, groupID, resourceID string) (bool, error)
 	// GroupGrants returns the grants of the organization's groups groupIDs, ordered by
 	// GroupID, then CreatedAt, then ResourceID. Unknown groups have none.

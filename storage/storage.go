@@ -13,6 +13,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -20,6 +21,12 @@ import (
 var (
 	// ErrNotFound means the record does not exist in the organization asked about.
 	ErrNotFound = errors.New("not found")
+	// ErrUserNotFound, ErrResourceNotFound and ErrGroupNotFound are ErrNotFound said of the
+	// user, the resource or the group that a grant or revoke names, so that a caller learns
+	// which one is missing from the write itself instead of reading each first.
+	ErrUserNotFound     = fmt.Errorf("user %w", ErrNotFound)
+	ErrResourceNotFound = fmt.Errorf("resource %w", ErrNotFound)
+	ErrGroupNotFound    = fmt.Errorf("group %w", ErrNotFound)
 	// ErrConflict means a record with the same unique name or id already exists.
 	ErrConflict = errors.New("already exists")
 	// ErrUnavailable means the store could not be reached or did not answer in time. Nothing
@@ -129,10 +136,10 @@ type UserStore interface {
 type GrantStore interface {
 	// Grant records that g.UserID may use g.ResourceID until g.ExpiresAt (zero: for good).
 	// Granting again keeps the first CreatedAt and replaces ExpiresAt with g.ExpiresAt. It
-	// returns ErrNotFound if the user or the resource does not exist in g.OrgID.
+	// returns ErrUserNotFound or ErrResourceNotFound, as SetGrant does.
 	Grant(ctx context.Context, g Grant) error
 	// Revoke removes the grant if there is one; revoking what is not granted is not an error.
-	// It returns ErrNotFound if the user does not exist in the organization.
+	// It returns ErrUserNotFound if the user does not exist in the organization.
 	Revoke(ctx context.Context, orgID, userID, resourceID string) error
 	// UserGrants returns the user's grants, ordered by CreatedAt then ResourceID. A user with
 	// no grants, or no such user, yields an empty list.

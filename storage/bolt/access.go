@@ -114,10 +114,10 @@ func (s *Store) SetGrantRecorded(ctx context.Context, g storage.Grant, record fu
 
 func setGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant, err error) {
 	if tx.Bucket(bucketUsers).Get(key(g.OrgID, g.UserID)) == nil {
-		return nil, fmt.Errorf("user: %w", storage.ErrNotFound)
+		return nil, storage.ErrUserNotFound
 	}
 	if tx.Bucket(bucketResources).Get(key(g.OrgID, g.ResourceID)) == nil {
-		return nil, fmt.Errorf("resource: %w", storage.ErrNotFound)
+		return nil, storage.ErrResourceNotFound
 	}
 	grants, k := tx.Bucket(bucketGrants), key(g.OrgID, g.UserID, g.ResourceID)
 	rec, ok, err := getGrant(grants, k)
@@ -236,10 +236,10 @@ func (s *Store) SetGroupGrant(ctx context.Context, g storage.GroupGrant) (*stora
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		prev = nil // a batch may run this more than once
 		if tx.Bucket(bucketGroupIDs).Get(key(g.OrgID, g.GroupID)) == nil {
-			return fmt.Errorf("group: %w", storage.ErrNotFound)
+			return storage.ErrGroupNotFound
 		}
 		if tx.Bucket(bucketResources).Get(key(g.OrgID, g.ResourceID)) == nil {
-			return fmt.Errorf("resource: %w", storage.ErrNotFound)
+			return storage.ErrResourceNotFound
 		}
 		grants, k := tx.Bucket(bucketGroupGrants), key(g.OrgID, g.GroupID, g.ResourceID)
 		rec, ok, err := get[groupGrantRecord](grants, k)
@@ -276,7 +276,7 @@ func (s *Store) RevokeGroupGrant(ctx context.Context, orgID, groupID, resourceID
 	var removed bool
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketGroupIDs).Get(key(orgID, groupID)) == nil {
-			return fmt.Errorf("group: %w", storage.ErrNotFound)
+			return storage.ErrGroupNotFound
 		}
 		grants := tx.Bucket(bucketGroupGrants)
 		removed = grants.Get(key(orgID, groupID, resourceID)) != nil

@@ -91,7 +91,7 @@ func (s *Store) RevokeRecorded(ctx context.Context, orgID, userID, resourceID st
 	var removed bool
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketUsers).Get(key(orgID, userID)) == nil {
-			return fmt.Errorf("user: %w", storage.ErrNotFound)
+			return storage.ErrUserNotFound
 		}
 		grants := tx.Bucket(bucketGrants)
 		removed = grants.Get(key(orgID, userID, resourceID)) != nil

@@ -150,7 +150,7 @@ func (s *Store) resourceExists(ctx context.Context, orgID, id string) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("resource: %w", storage.ErrNotFound)
+		return storage.ErrResourceNotFound
 	}
 	return nil
 }
@@ -221,7 +221,7 @@ func (s *Store) groupExists(ctx context.Context, orgID, id string) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("group: %w", storage.ErrNotFound)
+		return storage.ErrGroupNotFound
 	}
 	return nil
 }

@@ -60,15 +60,15 @@ func userFilter(orgID, id string) bson.D {
 	return bson.D{{Key: "_id", Value: key(orgID, id)}, {Key: "org_id", Value: orgID}}
 }
 
-// userExists returns nil if the organization has the user, and an error wrapping ErrNotFound if
-// not.
+// userExists returns nil if the organization has the user, and an error wrapping
+// ErrUserNotFound if not.
 func (s *Store) userExists(ctx context.Context, orgID, id string) error {
 	ok, err := exists(ctx, s.users, userFilter(orgID, id))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("user %s: %w", id, storage.ErrNotFound)
+		return fmt.Errorf("%s: %w", id, storage.ErrUserNotFound)
 	}
 	return nil
 }

@@ -152,13 +152,16 @@ func testGroupGrants(t *testing.T, open opener) {
 	for _, tc := range []struct {
 		name string
 		g    storage.GroupGrant
+		want error // which one is missing, the group first
 	}{
-		{"unknown group", groupGrant("g-8", 1, 6)},
-		{"group of another org", groupGrant("g-9", 1, 6)},
-		{"unknown resource", groupGrant("g-1", 8, 6)},
-		{"resource of another org", groupGrant("g-1", 9, 6)},
+		{"unknown group", groupGrant("g-8", 1, 6), storage.ErrGroupNotFound},
+		{"group of another org", groupGrant("g-9", 1, 6), storage.ErrGroupNotFound},
+		{"unknown resource", groupGrant("g-1", 8, 6), storage.ErrResourceNotFound},
+		{"resource of another org", groupGrant("g-1", 9, 6), storage.ErrResourceNotFound},
+		{"unknown group and resource", groupGrant("g-8", 8, 6), storage.ErrGroupNotFound},
 	} {
 		_, err := s.SetGroupGrant(ctx, tc.g)
+		wantErr(t, "SetGroupGrant("+tc.name+")", err, tc.want)
 		wantErr(t, "SetGroupGrant("+tc.name+")", err, storage.ErrNotFound)
 	}
 
@@ -190,7 +193,7 @@ func testGroupGrants(t *testing.T, open opener) {
 	}
 	for _, tc := range []struct{ org, group string }{{"org-1", "g-8"}, {"org-1", "g-9"}} {
 		_, err := s.RevokeGroupGrant(ctx, tc.org, tc.group, rid(1))
-		wantErr(t, fmt.Sprintf("RevokeGroupGrant(%s, %s)", tc.org, tc.group), err, storage.ErrNotFound)
+		wantErr(t, fmt.Sprintf("RevokeGroupGrant(%s, %s)", tc.org, tc.group), err, storage.ErrGroupNotFound)
 	}
 	checkGroupGrants(t, s, "org-1", []string{"g-2"}, []storage.GroupGrant{a})
 }
@@ -279,9 +282,9 @@ func testGrantExpiry(t *testing.T, open opener) {
 	diff(t, "ResourceGrants(org-2)", []storage.Grant(nil), byResource, equateEmpty)
 
 	_, err = s.SetGrant(ctx, storage.Grant{OrgID: "org-1", UserID: "u-9", ResourceID: rid(1), CreatedAt: at(1)})
-	wantErr(t, "SetGrant(user of another org)", err, storage.ErrNotFound)
+	wantErr(t, "SetGrant(user of another org)", err, storage.ErrUserNotFound)
 	_, err = s.SetGrant(ctx, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
-	wantErr(t, "SetGrant(resource of another org)", err, storage.ErrNotFound)
+	wantErr(t, "SetGrant(resource of another org)", err, storage.ErrResourceNotFound)
 }
 
 func testDeleteExpiredGrants(t *testing.T, open opener) {

@@ -56,20 +56,25 @@ func testGrants(t *testing.T, open opener) {
 	})
 
 	t.Run("NotFound", func(t *testing.T) {
+		// The error says which one is missing, the user first, so that the API can answer
+		// which without reading either.
 		tests := []struct {
 			name, org, user, resource string
+			want                      error
 		}{
-			{"unknown user", "org-1", "u-8", rid(1)},
-			{"unknown resource", "org-1", "u-1", rid(8)},
-			{"user of another org", "org-1", "u-9", rid(1)},
-			{"resource of another org", "org-1", "u-1", rid(9)},
-			{"resource of another org, seen from the other side", "org-2", "u-1", rid(1)},
+			{"unknown user", "org-1", "u-8", rid(1), storage.ErrUserNotFound},
+			{"unknown resource", "org-1", "u-1", rid(8), storage.ErrResourceNotFound},
+			{"unknown user and resource", "org-1", "u-8", rid(8), storage.ErrUserNotFound},
+			{"user of another org", "org-1", "u-9", rid(1), storage.ErrUserNotFound},
+			{"resource of another org", "org-1", "u-1", rid(9), storage.ErrResourceNotFound},
+			{"resource of another org, seen from the other side", "org-2", "u-1", rid(1), storage.ErrResourceNotFound},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				s := open(t)
 				withGrantees(t, s)
 				err := s.Grant(t.Context(), storage.Grant{OrgID: tt.org, UserID: tt.user, ResourceID: tt.resource, CreatedAt: at(1)})
+				wantErr(t, "Grant", err, tt.want)
 				wantErr(t, "Grant", err, storage.ErrNotFound)
 				checkGrants(t, s, "org-1", map[string][]storage.Grant{tt.user: nil}, nil)
 				checkGrants(t, s, "org-2", map[string][]storage.Grant{tt.user: nil}, nil)
@@ -91,8 +96,8 @@ func testGrants(t *testing.T, open opener) {
 
 		noErr(t, "Revoke again", s.Revoke(t.Context(), "org-1", "u-1", rid(1)))
 		noErr(t, "Revoke(unknown resource)", s.Revoke(t.Context(), "org-1", "u-1", rid(8)))
-		wantErr(t, "Revoke(unknown user)", s.Revoke(t.Context(), "org-1", "u-8", rid(2)), storage.ErrNotFound)
-		wantErr(t, "Revoke(user of another org)", s.Revoke(t.Context(), "org-1", "u-9", rid(9)), storage.ErrNotFound)
+		wantErr(t, "Revoke(unknown user)", s.Revoke(t.Context(), "org-1", "u-8", rid(2)), storage.ErrUserNotFound)
+		wantErr(t, "Revoke(user of another org)", s.Revoke(t.Context(), "org-1", "u-9", rid(9)), storage.ErrUserNotFound)
 		// org-2 has a u-1 too, but revoking there must not touch org-1's u-1.
 		noErr(t, "Revoke in the other org", s.Revoke(t.Context(), "org-2", "u-1", rid(2)))
 		checkGrants(t, s, "org-1", want, []storage.Grant{g2, g3})
