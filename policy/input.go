@@ -103,6 +103,7 @@ type Grant struct {
 	ExpiresAt time.Time
 
 	term *ast.Term // the grant as an OPA value, shared by every grant of the resource; or nil
+	key  *ast.Term // the resource's id as an OPA value, shared likewise; or nil
 }
 
 // Group is a group of users as the policy reads it.
@@ -120,6 +121,7 @@ type Resource struct {
 	Name string
 
 	id    string    // the resource's id, when made by NewResource
+	key   *ast.Term // the id as an OPA value
 	term  *ast.Term // as input.resources holds it
 	grant *ast.Term // a grant of it that never expires, as resource_list holds it
 	asked *ast.Term // input.resource_ids when it alone is asked about: [id]
@@ -129,17 +131,17 @@ type Resource struct {
 // NewResource returns the resource id with its OPA values built, so that the many users and
 // decisions that read it share them instead of building their own.
 func NewResource(id, kind, name string) Resource {
-	r := Resource{Kind: kind, Name: name, id: id}
+	r := Resource{Kind: kind, Name: name, id: id, key: ast.StringTerm(id)}
 	r.term, r.grant = r.resourceTerm(), grantTerm(name, time.Time{})
-	r.asked = ast.ArrayTerm(ast.StringTerm(id))
-	r.found = ast.NewTerm(ast.NewObject(ast.Item(ast.StringTerm(id), r.term)))
+	r.asked = ast.ArrayTerm(r.key)
+	r.found = ast.NewTerm(ast.NewObject(ast.Item(r.key, r.term)))
 	return r
 }
 
 // Grant returns a grant of the resource that expires at expiresAt (zero: never), sharing the
 // resource's OPA value when it never expires.
 func (r Resource) Grant(expiresAt time.Time) Grant {
-	g := Grant{Name: r.Name, ExpiresAt: expiresAt}
+	g := Grant{Name: r.Name, ExpiresAt: expiresAt, key: r.key}
 	if expiresAt.IsZero() {
 		g.term = r.grant
 	}
@@ -200,15 +202,28 @@ func (in Input) asked() (ids, resources *ast.Term) {
 // grantsTerm is a resource_list: {"<id>": {"name": "...", "expires_at": <ns>}}, without
 // expires_at for a grant that never expires.
 func grantsTerm(grants map[string]Grant) *ast.Term {
-	list := ast.NewObject()
+	list := ast.NewObjectWithCapacity(len(grants))
 	for id, g := range grants {
-		term := g.term
+		term, key := g.term, g.key
 		if term == nil {
 			term = grantTerm(g.Name, g.ExpiresAt)
 		}
-		list.Insert(ast.StringTerm(id), term)
+		if !isString(key, id) {
+			key = ast.StringTerm(id)
+		}
+		list.Insert(key, term)
 	}
 	return ast.NewTerm(list)
+}
+
+// isString reports whether term is the string id: a Grant made as a literal has no key, and one
+// of a resource held under another id has the wrong one.
+func isString(term *ast.Term, id string) bool {
+	if term == nil {
+		return false
+	}
+	s, ok := term.Value.(ast.String)
+	return ok && string(s) == id
 }
 
 // grantTerm is one grant of resource_list: {"name": "...", "expires_at": <ns>}, without

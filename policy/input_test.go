@@ -35,6 +35,11 @@ func TestSharedTermsReadAsLiterals(t *testing.T) {
 			Input{ResourceIDs: []string{"y"}, Resources: map[string]Resource{"y": {Kind: "model", Name: "gpt"}}},
 		},
 		{
+			"granted under another id", // the same mistake: resource_list must key it by "y"
+			Input{User: &User{ID: "u", Grants: map[string]Grant{"y": model.Grant(time.Time{})}}, ResourceIDs: []string{"y"}},
+			Input{User: &User{ID: "u", Grants: map[string]Grant{"y": {Name: "gpt"}}}, ResourceIDs: []string{"y"}},
+		},
+		{
 			"through a group",
 			Input{User: &User{ID: "u", Groups: map[string]Group{"g": {Name: "team", Grants: map[string]Grant{"r": model.Grant(time.Time{})}}}}, ResourceIDs: []string{"r"}},
 			Input{User: &User{ID: "u", Groups: map[string]Group{"g": {Name: "team", Grants: map[string]Grant{"r": {Name: "gpt"}}}}}, ResourceIDs: []string{"r"}},
