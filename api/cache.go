@@ -27,7 +27,7 @@ type accessCache[V any] struct {
 	shards [cacheShards]cacheShard[V]
 	seed   maphash.Seed
 
-	mu   sync.Mutex
+	mu   sync.RWMutex // of orgs; every check reads it, a new organization writes it
 	orgs map[string]*orgState
 	all  atomic.Uint64 // moves to drop everything at once
 
@@ -38,7 +38,7 @@ type accessCache[V any] struct {
 type orgState struct {
 	gen atomic.Uint64 // moves on every change that may touch any of its users or resources
 
-	mu        sync.Mutex
+	mu        sync.RWMutex                // of resGen and resources; every check reads them
 	resGen    uint64                    // the generation resources were read at
 	resources map[string]cachedResource // by id, absent ones included
 }
@@ -133,10 +133,15 @@ func (c *accessCache[V]) shard(k cacheKey) *cacheShard[V] {
 }
 
 func (c *accessCache[V]) org(org string) *orgState {
+	c.mu.RLock()
+	o, ok := c.orgs[org]
+	c.mu.RUnlock()
+	if ok {
+		return o
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	o, ok := c.orgs[org]
-	if !ok {
+	if o, ok = c.orgs[org]; !ok {
 		o = &orgState{}
 		c.orgs[org] = o
 	}
@@ -156,21 +161,34 @@ func (c *accessCache[V]) resources(org string, ids []string, load func(ids []str
 	o := c.org(org)
 	out := make(map[string]policy.Resource, len(ids))
 	var missing []string
-	o.mu.Lock()
-	g := c.gen(o)
-	if o.resGen != g || o.resources == nil {
-		o.resources, o.resGen = map[string]cachedResource{}, g
-	}
-	for _, id := range ids {
-		cr, ok := o.resources[id]
-		switch {
-		case !ok:
-			missing = append(missing, id)
-		case cr.exists:
-			out[id] = cr.r
+	lookup := func() {
+		for _, id := range ids {
+			cr, ok := o.resources[id]
+			switch {
+			case !ok:
+				missing = append(missing, id)
+			case cr.exists:
+				out[id] = cr.r
+			}
 		}
 	}
-	o.mu.Unlock()
+	// Checks only read, so they share the lock; the first one after a change starts afresh.
+	o.mu.RLock()
+	g := c.gen(o)
+	fresh := o.resGen == g && o.resources != nil
+	if fresh {
+		lookup()
+	}
+	o.mu.RUnlock()
+	if !fresh {
+		o.mu.Lock()
+		missing, g = missing[:0], c.gen(o)
+		if o.resGen != g || o.resources == nil {
+			o.resources, o.resGen = map[string]cachedResource{}, g
+		}
+		lookup()
+		o.mu.Unlock()
+	}
 	if len(missing) == 0 {
 		return out, nil
 	}
