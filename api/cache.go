@@ -38,7 +38,7 @@ type accessCache[V any] struct {
 type orgState struct {
 	gen atomic.Uint64 // moves on every change that may touch any of its users or resources
 
-	mu        sync.RWMutex                // of resGen and resources; every check reads them
+	mu        sync.RWMutex              // of resGen and resources; every check reads them
 	resGen    uint64                    // the generation resources were read at
 	resources map[string]cachedResource // by id, absent ones included
 }
