@@ -2,7 +2,10 @@ package api
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // decodeCheckFast reads the body of a can_user_access request in the one shape clients send,
@@ -71,15 +74,10 @@ func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
 		if n == 36*limit || i+38 > len(b) || b[i] != '"' || b[i+37] != '"' {
 			return nil, 0, false
 		}
-		src, dst := (*[36]byte)(b[i+1:i+37]), (*[36]byte)(buf[n:n+36])
-		bad := false
-		for k, c := range src {
-			c = uuidByte[c]
-			bad = bad || c == 0
-			dst[k] = c
-		}
-		// uuidByte keeps hyphens, so a UUID has exactly its four, where they belong.
-		if bad || dst[8] != '-' || dst[13] != '-' || dst[18] != '-' || dst[23] != '-' || bytes.Count(dst[:], hyphen) != 4 {
+		dst := (*[36]byte)(buf[n : n+36])
+		// A UUID has exactly four hyphens, where they belong.
+		ok, hyphens := lowerUUIDBytes(dst, (*[36]byte)(b[i+1:i+37]))
+		if !ok || hyphens != 4 || dst[8] != '-' || dst[13] != '-' || dst[18] != '-' || dst[23] != '-' {
 			return nil, 0, false
 		}
 		buf = buf[:n+36]
@@ -88,7 +86,15 @@ func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
 		}
 		switch b[i] {
 		case ']':
-			all := string(buf)
+			// buf is this function's own and is never written again, so the string may
+			// share its bytes instead of copying them, as strings.Builder does; unless buf,
+			// sized for what the body could hold, is mostly empty (white space, other
+			// fields): the ids may be kept with a remembered decision, and must not keep
+			// that space alive.
+			all := unsafe.String(unsafe.SliceData(buf), len(buf))
+			if cap(buf) > 2*len(buf) {
+				all = string(buf)
+			}
 			ids = make([]string, len(all)/36)
 			for k := range ids {
 				ids[k] = all[36*k : 36*(k+1)]
@@ -102,19 +108,48 @@ func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
 	}
 }
 
-var hyphen = []byte{'-'}
+// lowerUUIDBytes copies src to dst with each hexadecimal digit in lower case. It reports
+// whether every byte of src is a hexadecimal digit, of either case, or a hyphen, and how many
+// hyphens there are. It works on eight bytes at a time, which a check naming a thousand tags
+// notices.
+func lowerUUIDBytes(dst, src *[36]byte) (ok bool, hyphens int) {
+	// The last two words overlap, as 36 is not a multiple of 8: the last one's hyphens are
+	// counted in its upper four bytes only.
+	x0, ok0, d0 := lowerWord(binary.LittleEndian.Uint64(src[0:]))
+	x1, ok1, d1 := lowerWord(binary.LittleEndian.Uint64(src[8:]))
+	x2, ok2, d2 := lowerWord(binary.LittleEndian.Uint64(src[16:]))
+	x3, ok3, d3 := lowerWord(binary.LittleEndian.Uint64(src[24:]))
+	x4, ok4, d4 := lowerWord(binary.LittleEndian.Uint64(src[28:]))
+	binary.LittleEndian.PutUint64(dst[0:], x0)
+	binary.LittleEndian.PutUint64(dst[8:], x1)
+	binary.LittleEndian.PutUint64(dst[16:], x2)
+	binary.LittleEndian.PutUint64(dst[24:], x3)
+	binary.LittleEndian.PutUint64(dst[28:], x4)
+	hyphens = bits.OnesCount64(d0) + bits.OnesCount64(d1) + bits.OnesCount64(d2) + bits.OnesCount64(d3) +
+		bits.OnesCount64(d4&0x8080808000000000)
+	return ok0&ok1&ok2&ok3&ok4 == highBits, hyphens
+}
 
-// uuidByte maps each hexadecimal digit, either case, to its lower-case form, a hyphen to
-// itself, and every other byte to 0.
-var uuidByte = func() (t [256]byte) {
-	for _, c := range "0123456789abcdef-" {
-		t[c] = byte(c)
-	}
-	for _, c := range "ABCDEF" {
-		t[c] = byte(c) + 'a' - 'A'
-	}
-	return t
-}()
+const highBits = 0x8080808080808080
+
+// lowerWord lowers the hexadecimal digits of eight bytes of a UUID. In valid, a byte's high
+// bit is set if it is a hexadecimal digit, of either case, or a hyphen; in hyphen, if it is a
+// hyphen.
+//
+// Or-ing 0x20 into a byte lowers 'A'–'F' and leaves digits and '-' as they are; of the other
+// bytes it turns into a digit or '-', all are below 0x20, so a byte must also be at least 0x20
+// and below 0x80. For bytes below 0x80, adding 0x80-lo sets a byte's high bit exactly when it
+// is at least lo, with no carry into the next byte, so each range test is two additions (a
+// byte of 0x80 or more may carry, but its own test then fails, and with it the UUID).
+func lowerWord(w uint64) (x, valid, hyphen uint64) {
+	const ones = 0x0101010101010101
+	x = w | 0x20*ones
+	digit := (x + (0x80-'0')*ones) &^ (x + (0x7f-'9')*ones)
+	af := (x + (0x80-'a')*ones) &^ (x + (0x7f-'f')*ones)
+	hyphen = (x + (0x80-'-')*ones) &^ (x + (0x7f-'-')*ones) & highBits
+	valid = (digit | af | hyphen) & (w + (0x80-0x20)*ones) &^ w & highBits
+	return x, valid, hyphen
+}
 
 // validUserID is the user_id rule of the request types: required, at most maxName characters.
 func validUserID(id string) bool { return id != "" && utf8.RuneCountInString(id) <= maxName }
