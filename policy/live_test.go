@@ -185,22 +185,30 @@ func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Fatalf("%s: never happened", what)
 }
 
-func TestWatch(t *testing.T) {
-	dir := t.TempDir()
+// watching starts a Live on the closed policy written into a new folder, watching it every
+// interval until the test ends, and returns the folder, the Live and its reload signal.
+func watching(t *testing.T, interval time.Duration) (dir string, l *Live, reload chan<- struct{}) {
+	t.Helper()
+	dir = t.TempDir()
 	writePolicy(t, dir, closedPolicy)
 	mods, err := LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewLive(mustEngine(t, mods))
-	reload := make(chan struct{})
+	l = NewLive(mustEngine(t, mods))
+	signal := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		l.Watch(ctx, dir, 5*time.Millisecond, reload, nil)
+		l.Watch(ctx, dir, interval, signal, nil)
 		close(done)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
+	return dir, l, signal
+}
+
+func TestWatch(t *testing.T) {
+	dir, l, _ := watching(t, 5*time.Millisecond)
 
 	// A changed file is picked up. Files are written one after the other, so the watcher may
 	// catch a folder half-written, refuse it, and load the whole once it is: failures are
@@ -223,27 +231,12 @@ func TestWatch(t *testing.T) {
 	if l.Revision() != Revision(openPolicy) {
 		t.Error("a policy failing its own test replaced the running one")
 	}
-
 }
 
 // TestWatchReloadsOnSignal: a signal reloads the folder at once, with no need for the watcher
 // to look (it looks only once an hour here).
 func TestWatchReloadsOnSignal(t *testing.T) {
-	dir := t.TempDir()
-	writePolicy(t, dir, closedPolicy)
-	mods, err := LoadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := NewLive(mustEngine(t, mods))
-	reload := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		l.Watch(ctx, dir, time.Hour, reload, nil)
-		close(done)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	dir, l, reload := watching(t, time.Hour)
 
 	writePolicy(t, dir, openPolicy)
 	reload <- struct{}{}
