@@ -188,13 +188,8 @@ func key(parts ...string) []byte {
 	return k
 }
 
-// splitKey returns the parts key joined into k; nil if k is not such a key.
-func splitKey(k []byte) []string {
-	return appendKeyParts(nil, k)
-}
-
-// appendKeyParts is splitKey appending to parts, and returns nil if k is not a key.
-func appendKeyParts(parts []string, k []byte) []string {
+// splitKey appends to parts the parts key joined into k; ok is false if k is not such a key.
+func splitKey(parts []string, k []byte) (_ []string, ok bool) {
 	var part []byte // the part so far, when it holds an escaped zero byte
 	start := 0
 	for i := 0; i < len(k); i++ {
@@ -212,13 +207,7 @@ func appendKeyParts(parts []string, k []byte) []string {
 			start = i + 1
 		}
 	}
-	if start != len(k) || part != nil {
-		return nil // not ended by a separator
-	}
-	if parts == nil {
-		parts = []string{}
-	}
-	return parts
+	return parts, start == len(k) && part == nil // else not ended by a separator
 }
 
 // get decodes the value at k in b into a T; ok is false if there is none.
@@ -244,16 +233,11 @@ func put(b *bbolt.Bucket, k []byte, v any) error {
 
 // scan decodes every value whose key begins with prefix, in key order.
 func scan[T any](b *bbolt.Bucket, prefix []byte) ([]T, error) {
-	return scanWith(b, prefix, func(data []byte, v *T) error { return json.Unmarshal(data, v) })
-}
-
-// scanWith is scan with decode instead of encoding/json.
-func scanWith[T any](b *bbolt.Bucket, prefix []byte, decode func([]byte, *T) error) ([]T, error) {
 	var out []T
 	c := b.Cursor()
 	for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
 		var v T
-		if err := decode(data, &v); err != nil {
+		if err := json.Unmarshal(data, &v); err != nil {
 			return nil, fmt.Errorf("decode %q: %w", k, err)
 		}
 		out = append(out, v)

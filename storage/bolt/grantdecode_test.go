@@ -76,13 +76,13 @@ func TestSplitKey(t *testing.T) {
 		{"a\x00b", "\x00", "c\x00"},
 		{"\x00\x00", "x"},
 	} {
-		if got := splitKey(key(parts...)); !slices.Equal(got, parts) {
-			t.Errorf("splitKey(key(%q)) = %q", parts, got)
+		if got, ok := splitKey(nil, key(parts...)); !ok || !slices.Equal(got, parts) {
+			t.Errorf("splitKey(key(%q)) = %q, %v", parts, got, ok)
 		}
 	}
 	for _, k := range []string{"no separator", "a\x00b", "a\x00\xff"} {
-		if got := splitKey([]byte(k)); got != nil {
-			t.Errorf("splitKey(%q) = %q, want nil", k, got)
+		if got, ok := splitKey(nil, []byte(k)); ok {
+			t.Errorf("splitKey(%q) = %q, true; want false", k, got)
 		}
 	}
 }
@@ -96,8 +96,8 @@ func FuzzSplitKey(f *testing.F) {
 		if strings.ContainsRune(a+b+c, 0xff) || !utf8.ValidString(a+b+c) {
 			t.Skip("ids are UTF-8, which never holds the byte 0xff")
 		}
-		if got := splitKey(key(parts...)); !slices.Equal(got, parts) {
-			t.Errorf("splitKey(key(%q)) = %q", parts, got)
+		if got, ok := splitKey(nil, key(parts...)); !ok || !slices.Equal(got, parts) {
+			t.Errorf("splitKey(key(%q)) = %q, %v", parts, got, ok)
 		}
 	})
 }
