@@ -120,8 +120,7 @@ type Resource struct {
 	Kind string
 	Name string
 
-	id    string    // the resource's id, when made by NewResource
-	key   *ast.Term // the id as an OPA value
+	key   *ast.Term // the resource's id as an OPA value
 	term  *ast.Term // as input.resources holds it
 	grant *ast.Term // a grant of it that never expires, as resource_list holds it
 	asked *ast.Term // input.resource_ids when it alone is asked about: [id]
@@ -131,7 +130,7 @@ type Resource struct {
 // NewResource returns the resource id with its OPA values built, so that the many users and
 // decisions that read it share them instead of building their own.
 func NewResource(id, kind, name string) Resource {
-	r := Resource{Kind: kind, Name: name, id: id, key: ast.StringTerm(id)}
+	r := Resource{Kind: kind, Name: name, key: ast.StringTerm(id)}
 	r.term, r.grant = r.resourceTerm(), grantTerm(name, time.Time{})
 	r.asked = ast.ArrayTerm(r.key)
 	r.found = ast.NewTerm(ast.NewObject(ast.Item(r.key, r.term)))
@@ -184,7 +183,8 @@ func (in Input) value() ast.Value {
 // asked returns input.resource_ids and input.resources.
 func (in Input) asked() (ids, resources *ast.Term) {
 	if len(in.ResourceIDs) == 1 && len(in.Resources) == 1 {
-		if r := in.Resources[in.ResourceIDs[0]]; r.asked != nil && r.id == in.ResourceIDs[0] {
+		id := in.ResourceIDs[0]
+		if r := in.Resources[id]; isString(r.key, id) { // made by NewResource, for this id
 			return r.asked, r.found
 		}
 	}
@@ -216,8 +216,8 @@ func grantsTerm(grants map[string]Grant) *ast.Term {
 	return ast.NewTerm(list)
 }
 
-// isString reports whether term is the string id: a Grant made as a literal has no key, and one
-// of a resource held under another id has the wrong one.
+// isString reports whether term is the string id: a Resource or Grant made as a literal has no
+// key, and one of a resource held under another id has the wrong one.
 func isString(term *ast.Term, id string) bool {
 	if term == nil {
 		return false
