@@ -51,7 +51,7 @@ func (s *Server) removeFromGroup(c *gin.Context) {
 	}
 	ctx, org := c.Request.Context(), orgID(c)
 	if _, err := s.store.RevokeGroupGrant(ctx, org, req.GroupID, canonicalID(req.SvcID)); err != nil {
-		s.writeError(c, notFound(err, errGroupNotFound.Detail))
+		s.writeError(c, err) // ErrGroupNotFound names the group
 		return
 	}
 	gs, err := s.store.GroupGrants(ctx, org, []string{req.GroupID})

@@ -128,7 +128,7 @@ func (s *Server) removeFromUser(c *gin.Context) {
 	}
 	ctx, org := c.Request.Context(), orgID(c)
 	if err := s.store.Revoke(ctx, org, req.UserID, canonicalID(req.SvcID)); err != nil {
-		s.writeError(c, notFound(err, errUserNotFound.Detail))
+		s.writeError(c, err) // ErrUserNotFound names the user
 		return
 	}
 	refs, err := s.resourceList(ctx, org, req.UserID)
