@@ -84,9 +84,7 @@ type EntryIDs struct {
 // path of every access check, so it formats by hand and draws no randomness.
 func (g *EntryIDs) New(t time.Time) string {
 	g.once.Do(func() { g.tail = uid.New()[:8] })
-	b := make([]byte, 0, 34)
-	b = appendHex12(b, uint64(max(t.UnixMilli(), 0)))
-	b = append(b, '-')
+	b := appendIDTimePrefix(make([]byte, 0, 34), t)
 	b = appendHex12(b, g.n.Add(1))
 	b = append(b, '-')
 	b = append(b, g.tail...)
@@ -96,7 +94,12 @@ func (g *EntryIDs) New(t time.Time) string {
 // IDTimePrefix is how every id of a record of time t begins. Ids of earlier times sort before
 // it, and ids of t and later after it, so stores use it as the bound of a time range.
 func IDTimePrefix(t time.Time) string {
-	return string(append(appendHex12(make([]byte, 0, 13), uint64(max(t.UnixMilli(), 0))), '-'))
+	return string(appendIDTimePrefix(make([]byte, 0, 13), t))
+}
+
+// appendIDTimePrefix appends IDTimePrefix(t).
+func appendIDTimePrefix(b []byte, t time.Time) []byte {
+	return append(appendHex12(b, uint64(max(t.UnixMilli(), 0))), '-')
 }
 
 // appendHex12 appends the low 48 bits of n as 12 lowercase hexadecimal digits.
