@@ -20,9 +20,9 @@ import (
 // Decisions are not indexed by user or resource, unlike the audit trail's events: every check
 // writes one, and an index entry goes to a page of its own, so the two indexes made each
 // decision rewrite two scattered pages: with them, the make bench workload got about 5,900
-// checks/s pinned, without them about 6,900 (bin/grantry-bench load, two runs each). A list filtered by user or resource walks
-// the organization's decisions newest first instead, skipping those that cannot match without
-// decoding them; since and until bound the walk.
+// checks/s pinned, without them about 6,900 (bin/grantry-bench load, two runs each). A list
+// filtered by user or resource walks the organization's decisions newest first instead,
+// skipping those that cannot match without decoding them; since and until bound the walk.
 var bucketDecisions = []byte("decisions") // org, id → decisionRecord
 
 // pruneChunk is how many decisions one transaction of DeleteDecisionsBefore removes, so that

@@ -27,8 +27,8 @@ type page struct {
 }
 
 // walk calls visit with the id and the value of every entry of p in b, newest first, until
-// visit returns false or an error. Ids hold only hexadecimal digits and hyphens, which key leaves as they are,
-// so an id, or the beginning of one, is a bound of a key range by itself.
+// visit returns false or an error. Ids hold only hexadecimal digits and hyphens, which key
+// leaves as they are, so an id, or the beginning of one, is a bound of a key range by itself.
 func (p page) walk(b *bbolt.Bucket, visit func(id string, v []byte) (bool, error)) error {
 	upper := append(bytes.Clone(p.prefix), 0xff)
 	if !p.until.IsZero() {
