@@ -336,3 +336,60 @@ test_reasons_expiry_and_groups_agree_with_allow_all if {
 		granted == allowed
 	}
 }
+
+# permitted_resources, asked with the resources a user holds grants on, as Grantry asks it.
+
+test_permitted_resources_own_and_group_grants if {
+	authz.permitted_resources == {model, dataset} with input as {"user": alice, "resources": resources}
+	authz.permitted_resources == {function} with input as {"user": bob, "resources": resources}
+	authz.permitted_resources == {model, dataset, function} with input as {
+		"user": object.union(alice, {"groups": {"g-eng": engineering}}),
+		"resources": resources,
+	}
+}
+
+test_permitted_resources_leaves_out_expired_and_removed if {
+	authz.permitted_resources == {dataset} with input as {"user": alice_until(earlier), "resources": resources, "now": now}
+	authz.permitted_resources == {model, dataset} with input as {"user": alice_until(later), "resources": resources, "now": now}
+	authz.permitted_resources == {dataset} with input as {"user": alice_until(later), "resources": resources}
+	count(authz.permitted_resources) == 0 with input as {"user": member_until(now), "resources": resources, "now": now}
+	authz.permitted_resources == {dataset} with input as {"user": alice, "resources": object.remove(resources, [model])}
+	count(authz.permitted_resources) == 0 with input as {"user": bob, "resources": object.remove(resources, [function])}
+}
+
+test_permitted_resources_empty_for_unknown_or_inactive_user if {
+	count(authz.permitted_resources) == 0 with input as {"resources": resources}
+	count(authz.permitted_resources) == 0 with input as {"user": object.union(alice, {"active": false}), "resources": resources}
+	count(authz.permitted_resources) == 0 with input as {"user": object.remove(bob, ["active"]), "resources": resources}
+}
+
+# What Grantry relies on to answer checks from the set: for every user below, every set of
+# existing resources and every resource, allow for that one resource (with input.resources
+# holding it if it exists) holds exactly when the set, asked with all of them, holds it.
+test_permitted_resources_agree_with_allow if {
+	users := [
+		alice, bob, alice_until(earlier), alice_until(later), member_until(now), member_until(later),
+		object.union(alice, {"groups": {"g-eng": engineering}}),
+		object.union(alice_until(earlier), {"groups": {"g-x": {"name": "X", "resource_list": {model: {"name": "gpt-4o"}}}}}),
+		object.union(bob, {"active": false}),
+	]
+	ids := [model, dataset, function, "00000000-0000-4000-8000-000000000000"]
+	existing := [resources, object.remove(resources, [model, function])]
+	every user in users {
+		every known in existing {
+			agree_with_allow(user, known, ids)
+		}
+	}
+}
+
+# agree_with_allow holds when, for each of ids, allow agrees with permitted_resources asked
+# about user with the resources known.
+agree_with_allow(user, known, ids) if {
+	permitted := authz.permitted_resources with input as {"user": user, "resources": known, "now": now}
+	every id in ids {
+		asked := {k: r | some k, r in known; k == id}
+		allowed := authz.allow with input as {"user": user, "resource_ids": [id], "resources": asked, "now": now}
+		held := id in permitted
+		allowed == held
+	}
+}

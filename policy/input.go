@@ -75,6 +75,24 @@ func (u *User) NextExpiry(now time.Time) time.Time {
 	return u.expiries[i]
 }
 
+// HeldResources returns, each once, the ids of the resources the user holds a grant on, of
+// their own or through a group, live or expired.
+func (u *User) HeldResources() []string {
+	ids := make([]string, 0, len(u.Grants))
+	for id := range u.Grants {
+		ids = append(ids, id)
+	}
+	for _, g := range u.Groups {
+		for id := range g.Grants {
+			if _, own := u.Grants[id]; !own {
+				ids = append(ids, id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
 // value is the user as an OPA value, built once.
 func (u *User) value() *ast.Term {
 	u.once.Do(func() {

@@ -37,6 +37,9 @@ const (
 	AllowAllQuery = "data.grantry.authz.allow_all"
 	// ReasonsQuery is the set of strings that explains a decision (POST /provisions/explain).
 	ReasonsQuery = "data.grantry.authz.reasons"
+	// PermittedQuery is the set of the ids of input.resources that the user may use, which
+	// decides all of a user's checks at once; Grantry asks it of the shipped policy only.
+	PermittedQuery = "data.grantry.authz.permitted_resources"
 )
 
 // Module is one Rego source file.
@@ -114,8 +117,10 @@ type Engine struct {
 	allow    rego.PreparedEvalQuery
 	allowAll rego.PreparedEvalQuery
 	reasons  rego.PreparedEvalQuery
-	revision string
-	modules  []Module
+	// permitted is prepared only when the policy is the shipped one (see Permitted).
+	permitted *rego.PreparedEvalQuery
+	revision  string
+	modules   []Module
 }
 
 // New compiles the policy modules (test modules are kept for display but not compiled into the
@@ -155,6 +160,13 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 	if e.reasons, err = prepare(ReasonsQuery); err != nil {
 		return nil, err
 	}
+	if isShipped(modules) {
+		pq, err := prepare(PermittedQuery)
+		if err != nil {
+			return nil, err
+		}
+		e.permitted = &pq
+	}
 	return e, nil
 }
 
@@ -166,6 +178,57 @@ func (e *Engine) Allow(ctx context.Context, in Input) (bool, error) {
 // AllowAll evaluates the allow_all rule: may the user use every resource asked about?
 func (e *Engine) AllowAll(ctx context.Context, in Input) (bool, error) {
 	return decide(ctx, e.allowAll, in.value())
+}
+
+// DecidesPerUser reports whether Permitted can answer: whether the policy is the shipped one.
+func (e *Engine) DecidesPerUser() bool { return e.permitted != nil }
+
+// Permitted decides at once every check of in.User about the resources of in.Resources (its
+// ResourceIDs are not read): it returns, sorted, the ids of those the user may use at in.Now.
+// Given every resource the user holds a grant on, of their own or through a group, it answers
+// each of the user's checks: of the shipped policy, and of no other that Grantry can know of,
+// it is true that allow for [id] holds exactly when id is in this set, and allow_all for ids
+// exactly when there are some and all are in it (a resource the user holds no grant on is never
+// permitted). Only an engine that DecidesPerUser answers; another returns an error.
+func (e *Engine) Permitted(ctx context.Context, in Input) ([]string, error) {
+	if e.permitted == nil {
+		return nil, errors.New("the policy does not decide per user: it is not the shipped one")
+	}
+	rs, err := eval(ctx, *e.permitted, in.value(), rego.EvalVirtualCache(noCache{}))
+	if err != nil {
+		return nil, fmt.Errorf("evaluate policy: %w", err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, nil // undefined: nothing is permitted
+	}
+	set, ok := rs[0].Expressions[0].Value.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is a %T, not a set", PermittedQuery, rs[0].Expressions[0].Value)
+	}
+	ids := make([]string, len(set))
+	for i, v := range set {
+		if ids[i], ok = v.(string); !ok {
+			return nil, fmt.Errorf("%s holds a %T, not a resource id", PermittedQuery, v)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// isShipped reports whether modules decide as the shipped policy does: their modules other than
+// tests have the shipped ones' sources, whatever their names.
+func isShipped(modules []Module) bool {
+	sources := func(mods []Module) []string {
+		var out []string
+		for _, m := range mods {
+			if !m.IsTest() {
+				out = append(out, m.Source)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(sources(modules), sources(Embedded()))
 }
 
 // Revision is the SHA-256 of the policy modules, tests included, in hex.
