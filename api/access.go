@@ -155,11 +155,16 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 }
 
 // answer decides whether the organization's user whose cached facts are f may use ids (with
-// all, every one of them), and returns the revision of the policy that decided. A remembered
-// decision needs nothing but f; only a new question reads the resources and asks the policy.
+// all, every one of them), and returns the revision of the policy that decided. The set of
+// resources the user may use, or a remembered decision, needs nothing but f; only a new
+// question reads the resources and asks the policy.
 func (s *Server) answer(ctx context.Context, orgID string, f *facts, all bool, ids []string) (allowed bool, revision string, err error) {
 	d, revision := s.pinPolicy()
-	now, q := s.now(), newQuestion(s.seed, all, ids)
+	now := s.now()
+	if allowed, ok := s.permittedAnswer(ctx, orgID, d, revision, f, all, ids, now); ok {
+		return allowed, revision, nil
+	}
+	q := newQuestion(s.seed, all, ids)
 	if allowed, ok := s.remembered(f, q, revision, now); ok {
 		return allowed, revision, nil
 	}
@@ -197,6 +202,7 @@ func (s *Server) remembered(f *facts, q question, revision string, now time.Time
 // until the user's next grant expiry. An evaluation error denies and is not remembered.
 func (s *Server) decideNew(ctx context.Context, d Decider, revision string, f *facts, q question, in policy.Input) bool {
 	allowed, err := s.evaluate(ctx, d, q.all, in)
+	f.evaluations.Add(1)
 	if err == nil {
 		var until time.Time
 		if in.User != nil {

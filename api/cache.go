@@ -80,6 +80,11 @@ type cacheEntry[V any] struct {
 
 	mu   sync.Mutex
 	memo map[uint64]memoDecision // by the question's hash; see question
+
+	// evaluations counts the new questions about the user that the policy was asked, and
+	// permitted is every resource the user may use, once that is worth knowing (permitted.go).
+	evaluations atomic.Int64
+	permitted   atomic.Pointer[permittedSet]
 }
 
 // question is what a decision answers about a user: allow for one resource id, or allow_all

@@ -108,6 +108,28 @@ func BenchmarkDecision(b *testing.B) {
 			}
 		}
 	})
+	// set: as miss, but the user has been asked enough new questions to have their set
+	// (permitted.go), which answers every question without evaluating the policy.
+	b.Run("set/can_user_access/grants=50", func(b *testing.B) {
+		b.ReportAllocs()
+		f, err := s.userFacts(ctx, org, "holds-50")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; f.permitted.Load() == nil; i++ {
+			if _, _, err := s.answer(ctx, org, f, false, resources[i:i+1]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i := 0
+		for b.Loop() {
+			k := i % 100 // the first 50 are granted
+			i++
+			if allowed, _, err := s.answer(ctx, org, f, false, resources[k:k+1]); err != nil || allowed != (k < 50) {
+				b.Fatal("wrong answer", err)
+			}
+		}
+	})
 	for _, n := range []int{50, 5000} {
 		b.Run(fmt.Sprintf("cold/can_user_access/grants=%d", n), func(b *testing.B) {
 			decide(b, fmt.Sprint("holds-", n), resources[:1], false, true)

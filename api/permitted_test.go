@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt"
+)
+
+func TestPermittedSetPermitsAll(t *testing.T) {
+	p := &permittedSet{ids: []string{"a", "c"}}
+	for _, tc := range []struct {
+		all  bool
+		ids  []string
+		want bool
+	}{
+		{false, []string{"a"}, true},
+		{false, []string{"b"}, false},
+		{false, []string{"a", "c"}, false}, // allow asks about exactly one resource
+		{false, nil, false},
+		{true, []string{"a", "c", "a"}, true},
+		{true, []string{"a", "b"}, false},
+		{true, nil, false}, // an empty request is never allowed
+	} {
+		if got := p.permitsAll(tc.all, tc.ids); got != tc.want {
+			t.Errorf("permitsAll(%v, %v) = %v, want %v", tc.all, tc.ids, got, tc.want)
+		}
+	}
+}
+
+// TestChecksFromPermittedSet: once a user has been asked enough new questions, the checks about
+// them are answered from their set, and give what the policy gives per question, for every
+// kind of resource, for allow and allow_all, at and after a grant's expiry, and when the
+// policy is replaced by one that Grantry must ask per question.
+func TestChecksFromPermittedSet(t *testing.T) {
+	const org = "org-1"
+	ctx := context.Background()
+	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	clock := now
+	store, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "g.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close(ctx) })
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+	must(store.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
+	for i := range 6 {
+		must(store.CreateResource(ctx, storage.Resource{OrgID: org, ID: id(i), Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("m", i), CreatedAt: now}))
+	}
+	must(store.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "int", Name: "hr", Type: "import", CreatedAt: now}))
+	_, err = store.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "ada", Email: "ada@x"}}, now)
+	must(err)
+	// ada: 0 for good, 1 until 09:31, 2 expired, 3 through a group; 4 not granted; 5 removed
+	// after its grant.
+	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(0), CreatedAt: now}))
+	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(1), CreatedAt: now, ExpiresAt: now.Add(time.Minute)}))
+	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(2), CreatedAt: now, ExpiresAt: now.Add(-time.Minute)}))
+	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(5), CreatedAt: now}))
+	must(store.DeleteResource(ctx, org, id(5)))
+	must(store.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g1", DisplayName: "one", Members: []string{"ada"}, CreatedAt: now, ModifiedAt: now}))
+	_, err = store.SetGroupGrant(ctx, storage.GroupGrant{OrgID: org, GroupID: "g1", ResourceID: id(3), CreatedAt: now})
+	must(err)
+
+	engine, err := policy.New(ctx, policy.Embedded())
+	must(err)
+	live := policy.NewLive(engine)
+	s := New(Config{Store: store, Decider: live, Now: func() time.Time { return clock }})
+	facts := func() *facts {
+		f, err := s.userFacts(ctx, org, "ada")
+		must(err)
+		return f
+	}
+	f := facts()
+	ask := func(all bool, ids ...string) bool {
+		t.Helper()
+		allowed, _, err := s.answer(ctx, org, f, all, ids)
+		must(err)
+		return allowed
+	}
+	// Every question, answered from the set or per question, is held to what the policy
+	// itself answers per question now.
+	questions := [][]string{{id(0)}, {id(1)}, {id(2)}, {id(3)}, {id(4)}, {id(5)}, {"unknown"}, {id(0), id(3)}, {id(0), id(4)}, {id(3), id(1)}}
+	agree := func(when string) {
+		t.Helper()
+		for _, ids := range questions {
+			for _, all := range []bool{false, true} {
+				rs, err := s.resourceFacts(ctx, org, ids)
+				must(err)
+				want, err := s.evaluate(ctx, live.Engine(), all, policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: clock})
+				must(err)
+				if got := ask(all, ids...); got != want {
+					t.Errorf("%s: answer(all %v, %v) = %v, the policy says %v", when, all, ids, got, want)
+				}
+			}
+		}
+	}
+
+	// A first question is asked of the policy: a user asked once never pays for a set.
+	if !ask(false, id(0)) || f.permitted.Load() != nil {
+		t.Fatal("the first question built a set, or was denied")
+	}
+	agree("while the set is built")
+	p := f.permitted.Load()
+	if p == nil {
+		t.Fatal("no set after many new questions")
+	}
+	if want := []string{id(0), id(1), id(3)}; strings.Join(p.ids, ",") != strings.Join(want, ",") || !p.until.Equal(now.Add(time.Minute)) {
+		t.Fatalf("set %v until %v, want %v until the grant of 1 expires", p.ids, p.until, want)
+	}
+	hits := s.memoHits.Load()
+	if ask(false, id(4)) || s.memoHits.Load() != hits+1 {
+		t.Error("a question never asked was not answered from the set")
+	}
+	agree("from the set")
+
+	clock = now.Add(time.Minute) // the grant of 1 expires at this instant
+	if ask(false, id(1)) {
+		t.Error("a grant was allowed at the instant it expired")
+	}
+	if p := f.permitted.Load(); p == nil || !p.until.IsZero() {
+		t.Error("the set was not built again when a grant expired")
+	}
+	agree("after an expiry")
+
+	// A replaced policy (here: ada may use everything) decides at once, per question.
+	src := policy.Embedded()[0].Source
+	changed := strings.Replace(src, "default allow := false", "default allow := false\n\nallow if input.user.id == \"ada\"", 1)
+	_, err = live.Replace(ctx, []policy.Module{{Name: "authz.rego", Source: changed}})
+	must(err)
+	if !ask(false, id(4)) {
+		t.Error("a check after the policy was replaced was answered from the old policy's set")
+	}
+	if f.permitted.Load().revision == live.Revision() {
+		t.Error("a set was built for a policy that is not the shipped one")
+	}
+	agree("another policy")
+}
