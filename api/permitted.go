@@ -48,10 +48,10 @@ func (p *permittedSet) permitsAll(all bool, ids []string) bool {
 // grantsPerEvaluation says when a user's set is worth building: once the policy has been asked
 // more new questions about the user than one, and than the user's grants divided by it. A user
 // asked one question never pays for a set; one asked about many resources pays for about as
-// many questions as the set costs, and then no more. In the server a new question costs about
-// 60 µs of CPU more than a remembered one (make bench's load: about 100 µs a check against 38
-// when every check repeats), and a set about 4 µs a grant (policy.BenchmarkPermitted, and the
-// garbage it leaves), so one set costs what a question does for every 16 grants.
+// many questions as the set costs, and then no more. The set costs about 3.4 µs a grant
+// (policy.BenchmarkPermitted), and in the server a new question about 50 µs of CPU more than an
+// answer from the set (about 100 against 50 µs a check under make bench's load), so one set
+// costs what a question does for every 15 grants or so.
 const grantsPerEvaluation = 16
 
 // permittedAnswer answers a check from the set of resources the user may use (see
@@ -107,4 +107,3 @@ func (s *Server) buildPermitted(ctx context.Context, orgID string, d Decider, re
 		slog.String("error", err.Error()))
 	return nil
 }
-
