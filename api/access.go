@@ -157,16 +157,21 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 // answer decides whether the organization's user whose cached facts are f may use ids (with
 // all, every one of them), and returns the revision of the policy that decided. The set of
 // resources the user may use, or a remembered decision, needs nothing but f; only a new
-// question reads the resources and asks the policy.
+// question asks the policy: about every resource the user holds once that pays
+// (buildPermitted), or else about ids, reading their resources.
 func (s *Server) answer(ctx context.Context, orgID string, f *facts, all bool, ids []string) (allowed bool, revision string, err error) {
 	d, revision := s.pinPolicy()
 	now := s.now()
-	if allowed, ok := s.permittedAnswer(ctx, orgID, d, revision, f, all, ids, now); ok {
-		return allowed, revision, nil
+	if p := f.permitted.Load(); p != nil && p.holds(revision, now) {
+		s.memoHits.Add(1)
+		return s.fromSet(p, all, ids), revision, nil
 	}
 	q := newQuestion(s.seed, all, ids)
 	if allowed, ok := s.remembered(f, q, revision, now); ok {
 		return allowed, revision, nil
+	}
+	if p := s.buildPermitted(ctx, orgID, d, revision, f, now); p != nil {
+		return s.fromSet(p, all, ids), revision, nil
 	}
 	rs, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {

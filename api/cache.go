@@ -113,11 +113,23 @@ func newQuestion(seed maphash.Seed, all bool, ids []string) question {
 // are kept and compared, so that two questions of the same hash cost a miss, never a wrong
 // answer.
 type memoDecision struct {
-	all      bool
-	ids      []string
-	allowed  bool
-	revision string    // of the policy that decided
-	until    time.Time // when a grant of the user expires and the answer may change; zero: never
+	all     bool
+	ids     []string
+	allowed bool
+	validity
+}
+
+// validity is how long a decision about a user, or a set of them (permittedSet), holds: for
+// the policy revision that made it, and until a grant of the user expires and the answer may
+// change (zero: until the user's facts are dropped).
+type validity struct {
+	revision string
+	until    time.Time
+}
+
+// holds reports whether it holds for policy revision at now.
+func (v validity) holds(revision string, now time.Time) bool {
+	return v.revision == revision && (v.until.IsZero() || now.Before(v.until))
 }
 
 func newAccessCache[V any](max int) *accessCache[V] {
@@ -306,7 +318,7 @@ func (e *cacheEntry[V]) decision(q question, revision string, now time.Time) (bo
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	d, ok := e.memo[q.hash]
-	if !ok || d.all != q.all || !slices.Equal(d.ids, q.ids) || d.revision != revision || (!d.until.IsZero() && !now.Before(d.until)) {
+	if !ok || d.all != q.all || !slices.Equal(d.ids, q.ids) || !d.holds(revision, now) {
 		return false, false
 	}
 	return d.allowed, true
@@ -320,7 +332,7 @@ func (e *cacheEntry[V]) remember(q question, revision string, until time.Time, a
 	if e.memo == nil || len(e.memo) >= maxMemo {
 		e.memo = make(map[uint64]memoDecision, 8)
 	}
-	e.memo[q.hash] = memoDecision{all: q.all, ids: slices.Clone(q.ids), allowed: allowed, revision: revision, until: until}
+	e.memo[q.hash] = memoDecision{all: q.all, ids: slices.Clone(q.ids), allowed: allowed, validity: validity{revision, until}}
 }
 
 // len reports how many users are cached.

@@ -17,11 +17,11 @@ type perUserDecider interface {
 }
 
 // permittedSet is every resource a user may use, as one evaluation of the policy over all the
-// resources the user holds a grant on found them.
+// resources the user holds a grant on found them. It is kept with the user's facts, so every
+// change that drops them drops it, and holds as a remembered decision does.
 type permittedSet struct {
-	ids      []string  // sorted
-	revision string    // of the policy that decided
-	until    time.Time // the user's next grant expiry after the evaluation; zero: none
+	ids []string // sorted
+	validity
 }
 
 // has reports whether the set answers id: allowed.
@@ -54,27 +54,18 @@ func (p *permittedSet) permitsAll(all bool, ids []string) bool {
 // costs what a question does for every 15 grants or so.
 const grantsPerEvaluation = 16
 
-// permittedAnswer answers a check from the set of resources the user may use (see
-// policy.Engine.Permitted), and ok is false when it cannot: the policy does not decide per
-// user, the user is unknown, or the set is not worth building yet (grantsPerEvaluation). The
-// set is kept with the user's facts, so every change that drops them drops it; it holds for
-// its policy revision, and until the user's next grant expiry, as a remembered decision does.
-func (s *Server) permittedAnswer(ctx context.Context, orgID string, d Decider, revision string, f *facts, all bool, ids []string, now time.Time) (allowed, ok bool) {
-	p := f.permitted.Load()
-	if p == nil || p.revision != revision || (!p.until.IsZero() && !now.Before(p.until)) {
-		if p = s.buildPermitted(ctx, orgID, d, revision, f, now); p == nil {
-			return false, false
-		}
-	}
-	allowed = p.permitsAll(all, ids)
+// fromSet answers a check from the user's set p.
+func (s *Server) fromSet(p *permittedSet, all bool, ids []string) bool {
+	allowed := p.permitsAll(all, ids)
 	s.metrics.decision(allowed, nil)
-	s.memoHits.Add(1)
-	return allowed, true
+	return allowed
 }
 
-// buildPermitted evaluates the set of resources the user of f may use at now, if it is time
-// to (see permittedAnswer), and keeps it with f. It returns nil when it is not; an evaluation
-// error is logged and leaves the question to allow or allow_all.
+// buildPermitted evaluates the set of resources the user of f may use at now, and keeps it
+// with f, when a new question about the user is to be decided and the set can be had and is
+// worth it: the policy decides per user, the user exists, and grantsPerEvaluation says so. It
+// returns nil otherwise; an evaluation error is logged and leaves the question to allow or
+// allow_all.
 func (s *Server) buildPermitted(ctx context.Context, orgID string, d Decider, revision string, f *facts, now time.Time) *permittedSet {
 	u := f.Facts
 	pd, ok := d.(perUserDecider)
@@ -98,7 +89,7 @@ func (s *Server) buildPermitted(ctx context.Context, orgID string, d Decider, re
 				_, found := slices.BinarySearch(permitted, id)
 				return !found
 			})
-			p := &permittedSet{ids: ids, revision: revision, until: u.NextExpiry(now)}
+			p := &permittedSet{ids: ids, validity: validity{revision, u.NextExpiry(now)}}
 			f.permitted.Store(p)
 			return p
 		}
