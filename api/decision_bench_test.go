@@ -3,13 +3,11 @@ package api
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
-	"github.com/grantry/grantry/storage/bolt"
 )
 
 // BenchmarkDecision measures the in-process decision path without HTTP: the user's facts from
@@ -19,11 +17,7 @@ import (
 func BenchmarkDecision(b *testing.B) {
 	const org = "bench"
 	ctx := context.Background()
-	store, err := bolt.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close(ctx) })
+	store := tempStore(b)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := store.NewLoader(0)
 	must := func(err error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
-	"github.com/grantry/grantry/storage/bolt"
 )
 
 // decisionWrites are the Store methods that can change what a decision reads; invalidating
@@ -127,11 +125,7 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			raw, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "g.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { raw.Close(ctx) })
+			raw := tempStore(t)
 			must := func(err error) {
 				t.Helper()
 				if err != nil {
@@ -141,7 +135,7 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 			must(raw.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
 			must(raw.CreateResource(ctx, storage.Resource{OrgID: org, ID: res, Kind: storage.KindModel, Source: storage.SourceCustom, Name: "m", CreatedAt: now}))
 			must(raw.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "int", Name: "hr", Type: "import", CreatedAt: now}))
-			_, err = raw.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "ada", Email: "ada@x"}}, now)
+			_, err := raw.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "ada", Email: "ada@x"}}, now)
 			must(err)
 			_, err = raw.SetGrant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: res, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)})
 			must(err)
@@ -174,11 +168,7 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 // serves checks only within a second of the change feed's last confirmation.
 func TestSharedStoreTrustsTheCacheOnlyWhileSynced(t *testing.T) {
 	ctx := context.Background()
-	raw, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "g.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close(ctx) })
+	raw := tempStore(t)
 	s := New(Config{Store: raw, SharedStore: true})
 	read := func() bool { // whether the read came from the cache
 		t.Helper()
