@@ -48,10 +48,11 @@ func (p *permittedSet) permitsAll(all bool, ids []string) bool {
 // grantsPerEvaluation says when a user's set is worth building: once the policy has been asked
 // more new questions about the user than one, and than the user's grants divided by it. A user
 // asked one question never pays for a set; one asked about many resources pays for about as
-// many questions as the set costs, and then no more. The set costs about 3.4 µs a grant
-// (policy.BenchmarkPermitted), and in the server a new question about 50 µs of CPU more than an
-// answer from the set (about 100 against 50 µs a check under make bench's load), so one set
-// costs what a question does for every 15 grants or so.
+// many questions as the set costs, and then no more. The set costs 3.4 to 6.2 µs a grant in
+// process (policy.BenchmarkPermitted: 171 µs for 50 grants, 31 ms for 5,000), and in the server
+// a new question about 50 µs of CPU more than an answer from the set (about 100 against 50 µs a
+// check under make bench's load), so a set costs what a question does for every 8 to 15
+// grants: building it after grants/16 questions errs towards building early.
 const grantsPerEvaluation = 16
 
 // fromSet answers a check from the user's set p.
