@@ -176,7 +176,11 @@ func openStore(ctx context.Context, cfg config.Config) (storage.Store, error) {
 		}
 		return s, nil
 	}
-	s, err := bolt.Open(openCtx, filepath.Join(cfg.DataDir, "grantry.db"))
+	var opts []bolt.Option
+	if cfg.Preload {
+		opts = append(opts, bolt.Preload())
+	}
+	s, err := bolt.Open(openCtx, filepath.Join(cfg.DataDir, "grantry.db"), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store: %w", err)
 	}

@@ -3,26 +3,40 @@ package config
 import (
 	"errors"
 	"flag"
+	"strconv"
 )
 
 // DefaultCacheEntries is how many users the check path keeps in memory when
 // GRANTRY_CACHE_ENTRIES is not set.
 const DefaultCacheEntries = 100_000
 
-// readCache reads GRANTRY_CACHE_ENTRIES. A value that does not parse becomes -1, which Validate
-// reports by the variable's name.
+// DefaultPreload is whether the embedded store's file is read into memory at start when
+// GRANTRY_PRELOAD is not set.
+const DefaultPreload = true
+
+// readCache reads GRANTRY_CACHE_ENTRIES and GRANTRY_PRELOAD. A value that does not parse
+// becomes -1, or is kept as not understood, and Validate reports it by the variable's name.
 func (c *Config) readCache(getenv func(string) string) {
 	readInt(getenv, "GRANTRY_CACHE_ENTRIES", &c.CacheEntries)
+	if v := getenv("GRANTRY_PRELOAD"); v != "" {
+		preload, err := strconv.ParseBool(v)
+		c.Preload, c.preloadInvalid = preload, err != nil
+	}
 }
 
 func (c *Config) registerCacheFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheEntries, "cache-entries", c.CacheEntries, "users whose facts and decisions the check path keeps in memory; 0 = none (GRANTRY_CACHE_ENTRIES)")
+	fs.BoolVar(&c.Preload, "preload", c.Preload, "read the embedded store's file into memory at start, so that no check waits on the disk (GRANTRY_PRELOAD)")
 }
 
-// validateCache reports what is wrong with the cache's setting.
+// validateCache reports what is wrong with the settings of what the check path keeps in memory.
 func (c Config) validateCache() []error {
+	var errs []error
 	if c.CacheEntries < 0 {
-		return []error{errors.New("GRANTRY_CACHE_ENTRIES must be a whole number, 0 (no cache) or more")}
+		errs = append(errs, errors.New("GRANTRY_CACHE_ENTRIES must be a whole number, 0 (no cache) or more"))
 	}
-	return nil
+	if c.preloadInvalid {
+		errs = append(errs, errors.New("GRANTRY_PRELOAD must be true or false"))
+	}
+	return errs
 }

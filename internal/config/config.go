@@ -35,7 +35,10 @@ type Config struct {
 
 	DecisionLogDays int // GRANTRY_DECISION_LOG_DAYS: days decisions are kept (decisionlog.go)
 
-	CacheEntries int // GRANTRY_CACHE_ENTRIES: users the check path keeps in memory (cache.go)
+	CacheEntries int  // GRANTRY_CACHE_ENTRIES: users the check path keeps in memory (cache.go)
+	Preload      bool // GRANTRY_PRELOAD: read the embedded store's file into memory at start (cache.go)
+
+	preloadInvalid bool // GRANTRY_PRELOAD was set to something that is not a boolean
 }
 
 // Default returns the settings used when nothing is set.
@@ -53,6 +56,7 @@ func Default() Config {
 		DecisionLogDays: DefaultDecisionLogDays,
 
 		CacheEntries: DefaultCacheEntries,
+		Preload:      DefaultPreload,
 	}
 }
 
@@ -161,6 +165,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Any("integrations", c.Integrations),
 		slog.Int("decision_log_days", c.DecisionLogDays),
 		slog.Int("cache_entries", c.CacheEntries),
+		slog.Bool("preload", c.Preload),
 	)
 }
 

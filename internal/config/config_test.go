@@ -21,7 +21,7 @@ func TestFromEnv(t *testing.T) {
 	}))
 	want := Default()
 	want.Addr, want.MongoURI, want.AdminToken, want.PolicyDir = "0.0.0.0:9000", "mongodb://db:27017", "admin-token", "/etc/grantry/policy"
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Config{})); diff != "" {
 		t.Errorf("FromEnv (-want +got):\n%s", diff)
 	}
 	if err := got.Validate(); err != nil {

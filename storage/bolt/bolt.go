@@ -67,18 +67,37 @@ type Store struct {
 	writes *batcher
 }
 
+// Option changes how Open opens the data file.
+type Option func(*bbolt.Options)
+
+// Preload reads the whole data file into memory while it is opened, and again whenever its
+// map grows, so that no read waits for the disk to fetch a page: bbolt reads the file through
+// a memory map, and a page read for the first time since start, or dropped from the page
+// cache since, is a page fault that stalls the reading goroutine's thread on the disk. The file
+// is read in one sequential pass (about 6.7 s for a 6 GB file on the development machine,
+// where the same pages read on demand by checks made the first minutes of a million-user store
+// several times slower), and its pages stay mapped, hence counted in the resident memory. On
+// Linux only (mmap's MAP_POPULATE); elsewhere it does nothing.
+func Preload() Option {
+	return func(o *bbolt.Options) { o.MmapFlags |= populateFlag }
+}
+
 // Open opens the data file at path, creating it (mode 0600) and its directory (mode 0700) if
 // they do not exist, and creates the buckets it lacks. Only one process may have the file open:
 // if another has, Open fails after about a second with an error that says the file is in use
 // and wraps storage.ErrUnavailable.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: lockTimeout})
+	options := &bbolt.Options{Timeout: lockTimeout}
+	for _, opt := range opts {
+		opt(options)
+	}
+	db, err := bbolt.Open(path, 0o600, options)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: the data file is in use by another process (is another grantry running on this data directory?): %w",
 			path, storage.ErrUnavailable)

@@ -1,0 +1,112 @@
+package bolt
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	bbolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// TestPreloadReadsTheFileIn drops the data file from the page cache, then opens it with and
+// without Preload: only with it is every page of the file in memory once Open returns.
+func TestPreloadReadsTheFileIn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "grantry.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("filler"))
+		if err != nil {
+			return err
+		}
+		for i := range 2000 {
+			if err := b.Put(fmt.Appendf(nil, "k%05d", i), bytes.Repeat([]byte{'v'}, 1000)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		opts    []Option
+		preload bool
+	}{
+		{"without", nil, false},
+		{"with", []Option{Preload()}, true},
+	} {
+		dropFromPageCache(t, path)
+		if in := residentFraction(t, path); in > 0.1 {
+			t.Skipf("the page cache keeps %.0f%% of the file after FADV_DONTNEED here", 100*in)
+		}
+		s, err := Open(t.Context(), path, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := residentFraction(t, path)
+		if err := s.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if tc.preload && in < 1 {
+			t.Errorf("%s Preload: %.0f%% of the file in memory after Open, want all of it", tc.name, 100*in)
+		}
+		if !tc.preload && in > 0.5 {
+			t.Errorf("%s Preload: %.0f%% of the file in memory after Open, want only the pages Open reads", tc.name, 100*in)
+		}
+	}
+}
+
+// dropFromPageCache asks the kernel to forget the file's pages, which are clean once the store
+// that wrote them is closed.
+func dropFromPageCache(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// residentFraction is the share of the file's pages that are in the page cache.
+func residentFraction(t *testing.T, path string) float64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(info.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(data)
+	pages := make([]byte, (len(data)+os.Getpagesize()-1)/os.Getpagesize())
+	// x/sys/unix has no Mincore; the call takes the mapping and a byte per page.
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&data[0])), uintptr(len(data)), uintptr(unsafe.Pointer(&pages[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	resident := 0
+	for _, p := range pages {
+		resident += int(p & 1)
+	}
+	return float64(resident) / float64(len(pages))
+}
