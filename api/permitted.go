@@ -47,13 +47,18 @@ func (p *permittedSet) permitsAll(all bool, ids []string) bool {
 
 // grantsPerEvaluation says when a user's set is worth building: once the policy has been asked
 // more new questions about the user than one, and than the user's grants divided by it. A user
-// asked one question never pays for a set; one asked about many resources pays for about as
-// many questions as the set costs, and then no more. The set costs 3.4 to 6.2 µs a grant in
-// process (policy.BenchmarkPermitted: 171 µs for 50 grants, 31 ms for 5,000), and in the server
-// a new question about 50 µs of CPU more than an answer from the set (about 100 against 50 µs a
-// check under make bench's load), so a set costs what a question does for every 8 to 15
-// grants: building it after grants/16 questions errs towards building early.
-const grantsPerEvaluation = 16
+// asked one question never pays for a set. One asked a second is likely to be asked many more,
+// since applications check before every call a user makes, so a user with fewer than 64 grants
+// gets a set at the second new question; one with thousands (whose set costs tens of ms) after
+// a number of questions that grows with them. The set costs 3.4 to 6.2 µs a grant in process
+// (policy.BenchmarkPermitted: 171 µs for 50 grants, 31 ms for 5,000), and a new question about
+// 11 to 14 µs (BenchmarkDecision/miss). At grants/16, make bench's users (50 grants, four
+// questions before a set) were still being asked their first questions in the second of three
+// runs, which then measured a server still warming up: three 6 s runs of its load pinned, twice,
+// gave 5,134, 6,958 and 15,922 checks/s, and 6,226, 10,000 and 17,409, against 3,319, 10,797 and
+// 13,014, and 4,871, 15,892 and 15,177 at grants/64, which asks about as much CPU of the three
+// runs together and reaches the steady state a run sooner.
+const grantsPerEvaluation = 64
 
 // fromSet answers a check from the user's set p.
 func (s *Server) fromSet(p *permittedSet, all bool, ids []string) bool {
