@@ -16,6 +16,7 @@ import (
 
 	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/internal/config"
+	"github.com/grantry/grantry/internal/jsonlog"
 	"github.com/grantry/grantry/internal/logbuf"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
@@ -205,12 +206,13 @@ func tuneGC(getenv func(string) string) string {
 	return strconv.Itoa(gcPercent)
 }
 
-// newLogger logs JSON, or text when a person is watching the terminal, to w through the
-// returned logbuf.Writer, which the caller closes last: lines below warning level reach w up
-// to 100 ms late, in batches, so that logging every request costs few writes.
+// newLogger logs JSON (slog.JSONHandler's lines, written faster by jsonlog), or text when a
+// person is watching the terminal, to w through the returned logbuf.Writer, which the caller
+// closes last: lines below warning level reach w up to 100 ms late, in batches, so that
+// logging every request costs few writes.
 func newLogger(w io.Writer) (*slog.Logger, *logbuf.Writer) {
 	lines := logbuf.New(w)
-	var h slog.Handler = slog.NewJSONHandler(lines, nil)
+	var h slog.Handler = jsonlog.New(lines)
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 			h = slog.NewTextHandler(lines, nil)
