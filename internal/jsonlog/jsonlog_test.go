@@ -140,15 +140,3 @@ func BenchmarkAccessLine(b *testing.B) {
 		})
 	}
 }
-
-func BenchmarkAccessLineDirect(b *testing.B) {
-	h := New(io.Discard)
-	b.ReportAllocs()
-	for b.Loop() {
-		r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
-		r.AddAttrs(slog.String("request_id", "5f0c8a1e-1234-4bcd-8123-0123456789ab"), slog.String("method", "POST"),
-			slog.String("route", "/provisions/can_user_access"), slog.Int("status", 200),
-			slog.Float64("duration_ms", 0.412), slog.String("org_id", "9f6067c4-caa7-419a-9c89-39024892e324"))
-		h.Handle(context.Background(), r)
-	}
-}
