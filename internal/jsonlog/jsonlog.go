@@ -113,10 +113,23 @@ func appendAttr(buf []byte, a slog.Attr) ([]byte, bool) {
 	case slog.KindAny:
 		err, isErr := v.Any().(error)
 		if _, marshals := v.Any().(json.Marshaler); isErr && !marshals {
-			return appendString(buf, err.Error()), true
+			if text, ok := errorText(err); ok {
+				return appendString(buf, text), true
+			}
 		}
 	}
 	return buf, false
+}
+
+// errorText is err.Error(), unless that panics (a nil pointer whose method does not guard
+// against nil), which slog.JSONHandler recovers from and writes in its own way.
+func errorText(err error) (text string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return err.Error(), true
 }
 
 // appendFloat appends f as encoding/json does, which slog.JSONHandler calls; NaN and the

@@ -68,6 +68,7 @@ func TestWritesWhatJSONHandlerWrites(t *testing.T) {
 		{"error", "m", slog.LevelError, now, []slog.Attr{slog.Any("error", errors.New("bad \"thing\"\n"))}},
 		// What only slog.JSONHandler writes: the Handler hands it over.
 		{"marshalled error", "m", slog.LevelInfo, now, []slog.Attr{slog.Any("error", errMarshals{})}},
+		{"nil pointer error", "m", slog.LevelInfo, now, []slog.Attr{slog.Any("error", (*nilErr)(nil))}},
 		{"group", "m", slog.LevelInfo, now, []slog.Attr{slog.Group("g", slog.Int("a", 1), slog.String("b", "x")), slog.Int("after", 2)}},
 		{"inlined group", "m", slog.LevelInfo, now, []slog.Attr{slog.Group("", slog.Int("a", 1))}},
 		{"empty attr", "m", slog.LevelInfo, now, []slog.Attr{{}, slog.Int("a", 1)}},
@@ -89,6 +90,10 @@ func TestWritesWhatJSONHandlerWrites(t *testing.T) {
 		})
 	}
 }
+
+type nilErr struct{ text string }
+
+func (e *nilErr) Error() string { return e.text } // panics on a nil *nilErr
 
 type valuer struct{}
 
