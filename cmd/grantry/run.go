@@ -81,7 +81,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return err
 	}
 
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func settings(name string, args []string, getenv func(string) string, stderr io.
 	return cfg, nil
 }
 
-func openStore(ctx context.Context, cfg config.Config) (storage.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (storage.Store, error) {
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if cfg.MongoURI != "" {
@@ -177,11 +177,8 @@ func openStore(ctx context.Context, cfg config.Config) (storage.Store, error) {
 		}
 		return s, nil
 	}
-	var opts []bolt.Option
-	if cfg.Preload {
-		opts = append(opts, bolt.Preload())
-	}
-	s, err := bolt.Open(openCtx, filepath.Join(cfg.DataDir, "grantry.db"), opts...)
+	path := filepath.Join(cfg.DataDir, "grantry.db")
+	s, err := bolt.Open(openCtx, path, storeOptions(cfg, path, log)...)
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store: %w", err)
 	}

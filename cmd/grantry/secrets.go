@@ -89,7 +89,7 @@ func secrets(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, cfg)
+	store, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
