@@ -20,13 +20,16 @@ type perUserDecider interface {
 // resources the user holds a grant on found them. It is kept with the user's facts, so every
 // change that drops them drops it, and holds as a remembered decision does.
 type permittedSet struct {
-	ids []string // sorted
+	// ids is a map rather than a sorted slice: a check of 100 ids took 2.2–2.3 µs against
+	// 5.3–5.6 µs of binary searches, and one id 153–167 ns against 166–189
+	// (BenchmarkDecision/warm/can_user_access_all/tags=100 and /set, alternating runs).
+	ids map[string]struct{}
 	validity
 }
 
 // has reports whether the set answers id: allowed.
 func (p *permittedSet) has(id string) bool {
-	_, found := slices.BinarySearch(p.ids, id)
+	_, found := p.ids[id]
 	return found
 }
 
@@ -91,10 +94,12 @@ func (s *Server) buildPermitted(ctx context.Context, orgID string, d Decider, re
 		var permitted []string
 		if permitted, err = pd.Permitted(ctx, policy.Input{User: u, Resources: rs, Now: now}); err == nil {
 			// Keep held's ids, whose strings the user's facts hold already, not OPA's copies.
-			ids := slices.DeleteFunc(held, func(id string) bool {
-				_, found := slices.BinarySearch(permitted, id)
-				return !found
-			})
+			ids := make(map[string]struct{}, len(permitted))
+			for _, id := range held {
+				if _, found := slices.BinarySearch(permitted, id); found {
+					ids[id] = struct{}{}
+				}
+			}
 			p := &permittedSet{ids: ids, validity: validity{revision, u.NextExpiry(now)}}
 			f.permitted.Store(p)
 			return p
