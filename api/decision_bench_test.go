@@ -8,6 +8,7 @@ import (
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 // BenchmarkDecision measures the in-process decision path without HTTP: the user's facts from
@@ -17,7 +18,7 @@ import (
 func BenchmarkDecision(b *testing.B) {
 	const org = "bench"
 	ctx := context.Background()
-	store := tempStore(b)
+	store := bolttest.Open(b)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := store.NewLoader(0)
 	must := func(err error) {

@@ -18,7 +18,7 @@ import (
 	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
-	"github.com/grantry/grantry/storage/bolt"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ with the bodies the server gives now")
@@ -56,11 +56,7 @@ type fixtureOption func(*api.Config)
 func newFixture(tb testing.TB, opts ...fixtureOption) *fixture {
 	tb.Helper()
 	ctx := context.Background()
-	store, err := bolt.Open(ctx, filepath.Join(tb.TempDir(), "grantry.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close(context.Background()) })
+	store := bolttest.Open(tb)
 	engine, err := policy.New(ctx, policy.Embedded())
 	if err != nil {
 		tb.Fatal(err)

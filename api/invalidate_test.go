@@ -13,6 +13,7 @@ import (
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 // decisionWrites are the Store methods that can change what a decision reads; invalidating
@@ -125,7 +126,7 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			raw := tempStore(t)
+			raw := bolttest.Open(t)
 			must := func(err error) {
 				t.Helper()
 				if err != nil {
@@ -168,7 +169,7 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 // serves checks only within a second of the change feed's last confirmation.
 func TestSharedStoreTrustsTheCacheOnlyWhileSynced(t *testing.T) {
 	ctx := context.Background()
-	raw := tempStore(t)
+	raw := bolttest.Open(t)
 	s := New(Config{Store: raw, SharedStore: true})
 	read := func() bool { // whether the read came from the cache
 		t.Helper()

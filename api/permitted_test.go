@@ -11,6 +11,7 @@ import (
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 func TestPermittedSetPermitsAll(t *testing.T) {
@@ -43,7 +44,7 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 	clock := now
-	store := tempStore(t)
+	store := bolttest.Open(t)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

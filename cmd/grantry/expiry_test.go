@@ -3,25 +3,20 @@ package main
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/grantry/grantry/storage"
-	"github.com/grantry/grantry/storage/bolt"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 // TestGrantCleanup: the clean-up keeps a grant until it has expired, by the clock it is given,
 // then removes it and keeps the others, and stops with its context.
 func TestGrantCleanup(t *testing.T) {
 	ctx := t.Context()
-	store, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "grantry.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close(context.Background()) })
+	store := bolttest.Open(t)
 	start := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 	must := func(err error) {
 		t.Helper()
@@ -31,7 +26,7 @@ func TestGrantCleanup(t *testing.T) {
 	}
 	must(store.CreateOrg(ctx, storage.Org{ID: "org", Name: "acme", CreatedAt: start}))
 	must(store.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: "org", ID: "hr", Name: "hr", Type: storage.IntegrationImport, CreatedAt: start}))
-	_, err = store.ImportUsers(ctx, "org", "hr", []storage.UserImport{{ID: "ada", Email: "ada@example.com"}}, start)
+	_, err := store.ImportUsers(ctx, "org", "hr", []storage.UserImport{{ID: "ada", Email: "ada@example.com"}}, start)
 	must(err)
 	for _, id := range []string{"00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"} {
 		must(store.CreateResource(ctx, storage.Resource{OrgID: "org", ID: id, Kind: storage.KindModel, Source: storage.SourceCustom, Name: id, CreatedAt: start}))

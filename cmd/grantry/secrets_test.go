@@ -19,6 +19,7 @@ import (
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/audit"
 	"github.com/grantry/grantry/storage/bolt"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 // fakeAccounts serves OpenAI's model list and Pinecone's index list on loopback, accepting only
@@ -309,11 +310,7 @@ func TestRotateRace(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			store, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "grantry.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close(ctx)
+			store := bolttest.Open(t)
 			sealed, _ := byOld.Seal([]byte("first-key"), "org", "res")
 			if err := store.CreateResource(ctx, storage.Resource{OrgID: "org", ID: "res", Kind: storage.KindModel, Source: "openai", Name: "openai", Secret: sealed}); err != nil {
 				t.Fatal(err)

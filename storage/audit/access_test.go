@@ -10,6 +10,7 @@ import (
 
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/audit"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 // accessSeeded is seeded plus a plain group eng holding bob.
@@ -174,7 +175,7 @@ func TestGrantEventsAtomicOrAfter(t *testing.T) {
 		return out
 	}
 	atomic, n := seeded(t)
-	after, m := seededOn(t, struct{ storage.Store }{openBolt(t)})
+	after, m := seededOn(t, struct{ storage.Store }{bolttest.Open(t)})
 	if diff := cmp.Diff(trail(atomic, n), trail(after, m)); diff != "" {
 		t.Errorf("events written with the change (-) and after it (+) differ:\n%s", diff)
 	}

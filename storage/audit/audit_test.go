@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/audit"
 	"github.com/grantry/grantry/storage/bolt"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 var now = time.Date(2026, 11, 22, 9, 30, 0, 123_000_000, time.UTC)
@@ -28,16 +28,6 @@ const (
 	actorKey = "key-7"
 )
 
-func openBolt(tb testing.TB) *bolt.Store {
-	tb.Helper()
-	s, err := bolt.Open(tb.Context(), filepath.Join(tb.TempDir(), "grantry.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close(context.Background()) })
-	return s
-}
-
 // actorCtx is the context of a request made with API key actorKey.
 func actorCtx(tb testing.TB) context.Context {
 	return storage.WithRequestID(storage.WithActor(tb.Context(), storage.Actor{Kind: storage.ActorAPIKey, ID: actorKey}), "req-1")
@@ -47,7 +37,7 @@ func actorCtx(tb testing.TB) context.Context {
 // bob, with ada granted the model; and the number of events that set-up recorded.
 func seeded(tb testing.TB) (*audit.Store, int) {
 	tb.Helper()
-	return seededOn(tb, openBolt(tb))
+	return seededOn(tb, bolttest.Open(tb))
 }
 
 // seededOn is seeded on the store inner.
@@ -217,7 +207,7 @@ func TestSeedingIsRecorded(t *testing.T) {
 }
 
 func TestOrgEventsLandInTheirOrg(t *testing.T) {
-	s := audit.New(openBolt(t), func() time.Time { return now }, nil)
+	s := audit.New(bolttest.Open(t), func() time.Time { return now }, nil)
 	ctx := storage.WithActor(t.Context(), storage.Actor{Kind: storage.ActorAdmin})
 	must(t, s.CreateOrg(ctx, storage.Org{ID: "org-2", Name: "other", CreatedAt: now}))
 	must(t, s.CreateAPIKey(ctx, storage.APIKey{ID: "key-9", OrgID: "org-2", Prefix: "gry_x", Hash: keyHash, CreatedAt: now}))
@@ -284,7 +274,7 @@ func (failingEvents) AppendEvents(context.Context, []storage.Event) error {
 
 func TestUnrecordedChangeFailsAndIsLogged(t *testing.T) {
 	var logs bytes.Buffer
-	s := audit.New(failingEvents{openBolt(t)}, func() time.Time { return now }, slog.New(slog.NewJSONHandler(&logs, nil)))
+	s := audit.New(failingEvents{bolttest.Open(t)}, func() time.Time { return now }, slog.New(slog.NewJSONHandler(&logs, nil)))
 	err := s.CreateOrg(actorCtx(t), storage.Org{ID: org, Name: "acme", CreatedAt: now})
 	if err == nil || !strings.Contains(err.Error(), "audit trail") {
 		t.Fatalf("CreateOrg with a failing trail: error %v, want one about the audit trail", err)
@@ -313,7 +303,7 @@ func (h hangUp) CreateOrg(ctx context.Context, o storage.Org) error {
 
 func TestClientHangingUpStillRecords(t *testing.T) {
 	ctx, cancel := context.WithCancel(actorCtx(t))
-	s := audit.New(hangUp{openBolt(t), cancel}, func() time.Time { return now }, nil)
+	s := audit.New(hangUp{bolttest.Open(t), cancel}, func() time.Time { return now }, nil)
 	must(t, s.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
 	if got := events(t, s); len(got) != 1 || got[0].Action != "org.created" {
 		t.Errorf("events = %+v, want org.created", got)

@@ -9,6 +9,7 @@ import (
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/audit"
 	"github.com/grantry/grantry/storage/bolt"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 // BenchmarkGrantRevokeParallel measures what POST /provisions/add_to_user and remove_from_user
@@ -18,7 +19,7 @@ import (
 func BenchmarkGrantRevokeParallel(b *testing.B) {
 	const users, resources, held = 2_000, 1_000, 50
 	ctx := b.Context()
-	bs := openBolt(b)
+	bs := bolttest.Open(b)
 	l := bs.NewLoader(bolt.DefaultLoadBatch)
 	must(b, l.AddIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "int-1", Name: "hr", Type: "import", CreatedAt: now}))
 	resourceID := func(r int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", r) }

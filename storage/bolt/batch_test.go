@@ -10,6 +10,7 @@ import (
 
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 const testResource = "00000000-0000-4000-8000-000000000001"
@@ -18,7 +19,7 @@ const testResource = "00000000-0000-4000-8000-000000000001"
 func withUsers(tb testing.TB, n int) *bolt.Store {
 	tb.Helper()
 	ctx := tb.Context()
-	s := openStore(tb)
+	s := bolttest.Open(tb)
 	if err := s.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: "org-1", ID: "int-1", Name: "directory", Type: "import"}); err != nil {
 		tb.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package bolt_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -16,26 +15,12 @@ import (
 
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 	"github.com/grantry/grantry/storage/storagetest"
 )
 
-// openStore opens a store on a new file in tb's temporary directory and closes it at cleanup.
-func openStore(tb testing.TB) *bolt.Store {
-	tb.Helper()
-	s, err := bolt.Open(tb.Context(), filepath.Join(tb.TempDir(), "grantry.db"))
-	if err != nil {
-		tb.Fatalf("Open: %v", err)
-	}
-	tb.Cleanup(func() {
-		if err := s.Close(context.Background()); err != nil {
-			tb.Errorf("Close: %v", err)
-		}
-	})
-	return s
-}
-
 func TestStore(t *testing.T) {
-	storagetest.Run(t, func(t *testing.T) storage.Store { return openStore(t) })
+	storagetest.Run(t, func(t *testing.T) storage.Store { return bolttest.Open(t) })
 }
 
 func TestOpenCreatesDirectoryAndFile(t *testing.T) {
@@ -191,7 +176,7 @@ func TestPingAfterClose(t *testing.T) {
 func BenchmarkGrantParallel(b *testing.B) {
 	const users, resources = 500, 500
 	ctx := b.Context()
-	s := openStore(b)
+	s := bolttest.Open(b)
 	if err := s.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: "org-1", ID: "int-1", Name: "directory", Type: "import"}); err != nil {
 		b.Fatal(err)
 	}

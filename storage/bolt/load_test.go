@@ -11,6 +11,7 @@ import (
 
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
+	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
 // loadSet is a small organization: one integration, resources of every kind, users and grants.
@@ -158,7 +159,7 @@ func TestLoaderWritesWhatTheNormalMethodsWrite(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, org := t.Context(), set.integration.OrgID
-			want, got := openStore(t), openStore(t)
+			want, got := bolttest.Open(t), bolttest.Open(t)
 			set.writeOneByOne(t, want)
 			set.load(t, got, tc.batch)
 			if diff := cmp.Diff(takeSnapshot(t, want, set), takeSnapshot(t, got, set)); diff != "" {
@@ -220,7 +221,7 @@ func TestLoaderWritesWhatTheNormalMethodsWrite(t *testing.T) {
 
 // TestLoaderFlushWithNothingQueued checks that an empty Flush commits nothing and fails nothing.
 func TestLoaderFlushWithNothingQueued(t *testing.T) {
-	s := openStore(t)
+	s := bolttest.Open(t)
 	if err := s.NewLoader(0).Flush(t.Context()); err != nil {
 		t.Errorf("Flush of an empty Loader: %v", err)
 	}
