@@ -1,64 +1,54 @@
 package config
 
 import (
+	"flag"
 	"strings"
 	"testing"
 )
 
-func TestCacheEntries(t *testing.T) {
+// TestCacheSettings reads GRANTRY_CACHE_ENTRIES and GRANTRY_PRELOAD, and refuses, by name, what
+// they cannot be.
+func TestCacheSettings(t *testing.T) {
 	tests := []struct {
-		env     string
-		want    int
-		wantErr bool
+		name        string
+		env         map[string]string
+		wantEntries int
+		wantPreload bool
+		wantErr     string // a variable Validate must name, or "" for valid settings
 	}{
-		{"", DefaultCacheEntries, false},
-		{"0", 0, false},
-		{"5000", 5000, false},
-		{"-1", -1, true},
-		{"many", -1, true},
+		{"defaults", nil, DefaultCacheEntries, DefaultPreload, ""},
+		{"no cache", map[string]string{"GRANTRY_CACHE_ENTRIES": "0"}, 0, DefaultPreload, ""},
+		{"set", map[string]string{"GRANTRY_CACHE_ENTRIES": "5000", "GRANTRY_PRELOAD": "false"}, 5000, false, ""},
+		{"preload as a number", map[string]string{"GRANTRY_PRELOAD": "0"}, DefaultCacheEntries, false, ""},
+		{"negative entries", map[string]string{"GRANTRY_CACHE_ENTRIES": "-1"}, -1, DefaultPreload, "GRANTRY_CACHE_ENTRIES"},
+		{"entries not a number", map[string]string{"GRANTRY_CACHE_ENTRIES": "many"}, -1, DefaultPreload, "GRANTRY_CACHE_ENTRIES"},
+		{"preload not a boolean", map[string]string{"GRANTRY_PRELOAD": "sometimes"}, DefaultCacheEntries, false, "GRANTRY_PRELOAD"},
 	}
 	for _, tc := range tests {
-		c := FromEnv(func(k string) string {
-			if k == "GRANTRY_CACHE_ENTRIES" {
-				return tc.env
+		t.Run(tc.name, func(t *testing.T) {
+			c := FromEnv(env(tc.env))
+			if c.CacheEntries != tc.wantEntries || c.Preload != tc.wantPreload {
+				t.Errorf("CacheEntries, Preload = %d, %v; want %d, %v", c.CacheEntries, c.Preload, tc.wantEntries, tc.wantPreload)
 			}
-			return ""
+			err := c.Validate()
+			if tc.wantErr == "" && err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Validate = %v, want an error naming %s", err, tc.wantErr)
+			}
 		})
-		err := c.Validate()
-		if c.CacheEntries != tc.want || (err != nil) != tc.wantErr {
-			t.Errorf("GRANTRY_CACHE_ENTRIES=%q: %d, %v; want %d and error=%v", tc.env, c.CacheEntries, err, tc.want, tc.wantErr)
-		}
-		if err != nil && !strings.Contains(err.Error(), "GRANTRY_CACHE_ENTRIES") {
-			t.Errorf("error %q does not name the variable", err)
-		}
 	}
 }
 
-func TestPreload(t *testing.T) {
-	tests := []struct {
-		env     string
-		want    bool
-		wantErr bool
-	}{
-		{"", DefaultPreload, false},
-		{"true", true, false},
-		{"false", false, false},
-		{"0", false, false},
-		{"sometimes", false, true},
+func TestCacheFlagsOverrideEnv(t *testing.T) {
+	c := FromEnv(env(map[string]string{"GRANTRY_CACHE_ENTRIES": "5000", "GRANTRY_PRELOAD": "true"}))
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--cache-entries", "7", "--preload=false"}); err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		c := FromEnv(func(k string) string {
-			if k == "GRANTRY_PRELOAD" {
-				return tc.env
-			}
-			return ""
-		})
-		err := c.Validate()
-		if c.Preload != tc.want || (err != nil) != tc.wantErr {
-			t.Errorf("GRANTRY_PRELOAD=%q: %v, %v; want %v and error=%v", tc.env, c.Preload, err, tc.want, tc.wantErr)
-		}
-		if err != nil && !strings.Contains(err.Error(), "GRANTRY_PRELOAD") {
-			t.Errorf("error %q does not name the variable", err)
-		}
+	if c.CacheEntries != 7 || c.Preload {
+		t.Errorf("CacheEntries, Preload = %d, %v; want 7, false", c.CacheEntries, c.Preload)
 	}
 }
