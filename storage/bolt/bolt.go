@@ -252,12 +252,23 @@ func put(b *bbolt.Bucket, k []byte, v any) error {
 
 // scan decodes every value whose key begins with prefix, in key order.
 func scan[T any](b *bbolt.Bucket, prefix []byte) ([]T, error) {
+	return scanWith(b, prefix, func(k, data []byte) (T, error) {
+		var v T
+		if err := json.Unmarshal(data, &v); err != nil {
+			return v, fmt.Errorf("decode %q: %w", k, err)
+		}
+		return v, nil
+	})
+}
+
+// scanWith is scan with decode, which is given the key too, instead of encoding/json.
+func scanWith[T any](b *bbolt.Bucket, prefix []byte, decode func(k, data []byte) (T, error)) ([]T, error) {
 	var out []T
 	c := b.Cursor()
 	for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
-		var v T
-		if err := json.Unmarshal(data, &v); err != nil {
-			return nil, fmt.Errorf("decode %q: %w", k, err)
+		v, err := decode(k, data)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, v)
 	}

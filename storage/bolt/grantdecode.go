@@ -144,14 +144,5 @@ func integer(b []byte) bool {
 
 // scanGrants returns the grants whose keys start with prefix, through readGrant.
 func scanGrants(b *bbolt.Bucket, prefix []byte) ([]grantRecord, error) {
-	var out []grantRecord
-	c := b.Cursor()
-	for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
-		r, err := readGrant(k, data)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, nil
+	return scanWith(b, prefix, readGrant)
 }
