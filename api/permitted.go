@@ -59,8 +59,8 @@ func (p *permittedSet) permitsAll(all bool, ids []string) bool {
 // questions before a set) were still being asked their first questions in the second of three
 // runs, which then measured a server still warming up: three 6 s runs of its load pinned, twice,
 // gave 5,134, 6,958 and 15,922 checks/s, and 6,226, 10,000 and 17,409, against 3,319, 10,797 and
-// 13,014, and 4,871, 15,892 and 15,177 at grants/64, which asks about as much CPU of the three
-// runs together and reaches the steady state a run sooner.
+// 13,014, and 4,871, 15,892 and 15,177 at grants/64, which served about as many checks over
+// the three runs together and reaches the steady state a run sooner.
 const grantsPerEvaluation = 64
 
 // fromSet answers a check from the user's set p.
