@@ -2,6 +2,8 @@ package storagetest
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -152,6 +154,79 @@ func testDecisions(t *testing.T, open opener) {
 		noErr(t, "DeleteDecisionsBefore again", err)
 		if n != 0 {
 			t.Errorf("DeleteDecisionsBefore again removed %d decisions, want 0", n)
+		}
+	})
+
+	t.Run("ManyBatches", func(t *testing.T) {
+		// Batches of many decisions, as the decision log writes them: newer ones, one older
+		// than all stored (a clock that stepped back), one written again, one that mixes the
+		// two, and two organizations in each. Every list, page and deletion must match the
+		// decisions sorted by id.
+		s := open(t)
+		var ids storage.EntryIDs
+		var stored []storage.Decision
+		batch := func(from, n int) []storage.Decision {
+			var b []storage.Decision
+			for i := range n {
+				org := "org-1"
+				if i%5 == 4 {
+					org = "org-2"
+				}
+				b = append(b, decision(&ids, org, ms(from, 10*i), from*1000+i, fmt.Sprintf("u-%d", i%7), i%3 == 0, rid(i), rid(from)))
+			}
+			return b
+		}
+		first, second, older := batch(100, 60), batch(200, 60), batch(50, 40)
+		later := batch(300, 30)
+		for _, b := range [][]storage.Decision{first, second, older, second, append(slices.Clone(first[40:]), later...)} {
+			noErr(t, "InsertDecisions", s.InsertDecisions(t.Context(), b))
+		}
+		stored = slices.Concat(older, first, second, later)
+		newestFirst := func(org string, keep func(storage.Decision) bool) []storage.Decision {
+			var want []storage.Decision
+			for _, d := range stored {
+				if d.OrgID == org && keep(d) {
+					want = append(want, d)
+				}
+			}
+			slices.SortFunc(want, func(a, b storage.Decision) int { return strings.Compare(b.ID, a.ID) })
+			return want
+		}
+		all := func(storage.Decision) bool { return true }
+		for _, org := range []string{"org-1", "org-2"} {
+			diff(t, "ListDecisions("+org+")", newestFirst(org, all), listDecisions(t, s, org, storage.DecisionFilter{Limit: 1000}))
+			var paged []storage.Decision
+			f := storage.DecisionFilter{Limit: 7}
+			for range len(stored) {
+				page := listDecisions(t, s, org, f)
+				paged = append(paged, page...)
+				if len(page) < f.Limit {
+					break
+				}
+				f.Cursor = page[len(page)-1].ID
+			}
+			diff(t, "pages of "+org, newestFirst(org, all), paged)
+		}
+		windows := []struct{ since, until time.Time }{
+			{ms(100, 200), ms(200, 300)}, {ms(50, 10), time.Time{}}, {time.Time{}, ms(100, 1)}, {ms(200, 500), ms(300, 0)}, {ms(60, 0), ms(70, 0)},
+		}
+		for _, w := range windows {
+			in := func(d storage.Decision) bool {
+				return (w.since.IsZero() || !d.Time.Before(w.since)) && (w.until.IsZero() || d.Time.Before(w.until))
+			}
+			diff(t, fmt.Sprintf("ListDecisions(since %v, until %v)", w.since, w.until), newestFirst("org-1", in),
+				listDecisions(t, s, "org-1", storage.DecisionFilter{Since: w.since, Until: w.until, Limit: 1000}), equateEmpty)
+		}
+
+		cut := ms(100, 255) // in the middle of the first batch
+		kept := func(d storage.Decision) bool { return !d.Time.Before(cut) }
+		n, err := s.DeleteDecisionsBefore(t.Context(), cut)
+		noErr(t, "DeleteDecisionsBefore", err)
+		if want := len(stored) - len(newestFirst("org-1", kept)) - len(newestFirst("org-2", kept)); n != want {
+			t.Errorf("DeleteDecisionsBefore removed %d decisions, want %d", n, want)
+		}
+		for _, org := range []string{"org-1", "org-2"} {
+			diff(t, "ListDecisions("+org+") after the deletion", newestFirst(org, kept), listDecisions(t, s, org, storage.DecisionFilter{Limit: 1000}))
 		}
 	})
 
