@@ -25,6 +25,9 @@ const (
 	systemCeiling = "ceiling"
 	systemOPA     = "opa"
 	systemGrantry = "grantry"
+	// Grantry without its decision log (GRANTRY_DECISION_LOG=false), as OPA's server runs here:
+	// what storing every decision costs a check.
+	systemGrantryNoLog = "grantry-no-decision-log"
 )
 
 // placement says where the server and the load generator may run: on one CPU each (taskset's
@@ -209,9 +212,12 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 		argv = []string{h.opa, "run", "--server", "--skip-version-check", "--optimize-store-for-read-speed", "--log-level", "error",
 			"--addr", addr, filepath.Join(od, "authz.rego"), filepath.Join(od, "wrapper.rego"), filepath.Join(od, opaDataFile)}
 		health = "/health"
-	case systemGrantry:
+	case systemGrantry, systemGrantryNoLog:
 		argv, health = []string{h.grantry, "serve"}, "/readyz"
 		env = append(env[:len(env):len(env)], "GRANTRY_ADDR="+addr, "GRANTRY_DATA_DIR="+filepath.Join(dir, grantryDir))
+		if system == systemGrantryNoLog {
+			env = append(env, "GRANTRY_DECISION_LOG=false")
+		}
 	default:
 		return nil, fmt.Errorf("unknown system %q", system)
 	}
@@ -312,7 +318,7 @@ func (h *harness) load(ctx context.Context, target string, s *server, pl placeme
 
 // series is the runs of one target on one server process, and that process's memory after them.
 type series struct {
-	system    string // ceiling, opa or grantry
+	system    string // ceiling, opa, grantry or grantry-no-decision-log
 	target    string // what was asked: a check, or writes
 	placement string
 	runs      []loadResult

@@ -86,6 +86,14 @@ var labels = map[string]string{
 	targetWrites:  "Grantry grant+revoke",
 }
 
+// label names a series in the table.
+func (s series) label() string {
+	if s.system == systemGrantryNoLog {
+		return "Grantry, no decision log"
+	}
+	return labels[s.target]
+}
+
 func (r report) write(w io.Writer) {
 	p, h := r.workload, r.h
 	fmt.Fprintf(w, "\nGrantry side-by-side benchmark\n")
@@ -116,14 +124,14 @@ func (r report) write(w io.Writer) {
 		for _, v := range sum.rpsRuns {
 			each = append(each, thousands(int(v+0.5)))
 		}
-		fmt.Fprintf(w, row, s.placement, labels[s.target], thousands(int(sum.rps+0.5)), ms(sum.p50), ms(sum.p99),
+		fmt.Fprintf(w, row, s.placement, s.label(), thousands(int(sum.rps+0.5)), ms(sum.p50), ms(sum.p99),
 			fmt.Sprintf("%.1f", float64(sum.cpu)/float64(time.Microsecond)), pct(sum.serverUtil), pct(sum.loadUtil), pct(sum.otherUtil),
 			mib(s.mem.RSS), wrong, strconv.FormatInt(sum.errors, 10), strings.Join(each, " "))
 		disturbed = disturbed || sum.otherUtil > disturbedAbove
 	}
 	for _, s := range r.series {
 		if sum := summarize(s.runs); sum.firstError != "" {
-			fmt.Fprintf(w, "first error, %s %s: %s\n", s.placement, labels[s.target], sum.firstError)
+			fmt.Fprintf(w, "first error, %s %s: %s\n", s.placement, s.label(), sum.firstError)
 		}
 	}
 	if disturbed {
@@ -141,36 +149,43 @@ func (r report) write(w io.Writer) {
 		fmt.Fprintf(w, "%12s", c)
 	}
 	fmt.Fprintf(w, "   issue 8 target\n")
-	ratio := func(name, target string, f func(g, o, c, wr summary) string) {
+	ratio := func(name, target string, f func(g, o, c, wr, nl summary) string) {
 		fmt.Fprintf(w, "%-34s", name)
 		for _, pl := range places {
-			g, o, c, wr := r.find(pl.name, targetGrantry), r.find(pl.name, targetOPA), r.find(pl.name, targetCeiling), r.find(pl.name, targetWrites)
-			fmt.Fprintf(w, "%12s", f(g, o, c, wr))
+			g, o, c := r.find(pl.name, systemGrantry, targetGrantry), r.find(pl.name, systemOPA, targetOPA), r.find(pl.name, systemCeiling, targetCeiling)
+			wr, nl := r.find(pl.name, systemGrantry, targetWrites), r.find(pl.name, systemGrantryNoLog, targetGrantry)
+			fmt.Fprintf(w, "%12s", f(g, o, c, wr, nl))
 		}
 		fmt.Fprintf(w, "   %s\n", target)
 	}
 	times := func(a, b float64) string {
-		if b == 0 {
+		if a == 0 || b == 0 {
 			return "-"
 		}
 		return fmt.Sprintf("%.2f×", a/b)
 	}
-	ratio("Grantry / OPA, req/s", "≥ 2.5×", func(g, o, _, _ summary) string { return times(g.rps, o.rps) })
-	ratio("Grantry / ceiling, req/s", "≥ 0.70×", func(g, _, c, _ summary) string { return times(g.rps, c.rps) })
-	ratio("Grantry / ceiling, CPU µs/req", "≤ 1.4×", func(g, _, c, _ summary) string { return times(float64(g.cpu), float64(c.cpu)) })
-	ratio("Grantry / OPA, p99", "< 1×", func(g, o, _, _ summary) string { return times(float64(g.p99), float64(o.p99)) })
-	ratio("Grantry grant+revoke, req/s", "≥ 5,000", func(_, _, _, wr summary) string {
+	ratio("Grantry / OPA, req/s", "≥ 2.5×", func(g, o, _, _, _ summary) string { return times(g.rps, o.rps) })
+	ratio("Grantry / ceiling, req/s", "≥ 0.70×", func(g, _, c, _, _ summary) string { return times(g.rps, c.rps) })
+	ratio("Grantry / ceiling, CPU µs/req", "≤ 1.4×", func(g, _, c, _, _ summary) string { return times(float64(g.cpu), float64(c.cpu)) })
+	ratio("Grantry / OPA, p99", "< 1×", func(g, o, _, _, _ summary) string { return times(float64(g.p99), float64(o.p99)) })
+	ratio("Grantry grant+revoke, req/s", "≥ 5,000", func(_, _, _, wr, _ summary) string {
 		if wr.rps == 0 {
 			return "-"
 		}
 		return thousands(int(wr.rps + 0.5))
 	})
+	// The same ratios for Grantry without its decision log, as OPA's server runs: what
+	// storing every decision costs, not what the targets are measured on.
+	ratio("no decision log / OPA, req/s", "(information)", func(_, o, _, _, nl summary) string { return times(nl.rps, o.rps) })
+	ratio("no decision log / ceiling, req/s", "(information)", func(_, _, c, _, nl summary) string { return times(nl.rps, c.rps) })
+	ratio("no decision log / ceiling, CPU", "(information)", func(_, _, c, _, nl summary) string { return times(float64(nl.cpu), float64(c.cpu)) })
 }
 
-// find returns the summary of one target in one placement, zero if it was not measured.
-func (r report) find(placement, target string) summary {
+// find returns the summary of one system's target in one placement, zero if it was not
+// measured.
+func (r report) find(placement, system, target string) summary {
 	for _, s := range r.series {
-		if s.placement == placement && s.target == target {
+		if s.placement == placement && s.system == system && s.target == target {
 			return summarize(s.runs)
 		}
 	}

@@ -15,7 +15,8 @@ import (
 // runCmd is `grantry-bench run`, what `make bench` runs: seed one workload, then for each
 // placement (pinned, unpinned) start the ceiling, OPA's server and Grantry one after another —
 // never two at once, so that none disturbs another's CPU — load each for the given runs, and
-// print one table.
+// print one table. In the first placement it also measures Grantry's writes, and its checks
+// with the decision log off.
 func runCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -25,6 +26,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	opa := fs.String("opa", "bin/opa", "the opa binary (go build -o bin/opa github.com/open-policy-agent/opa)")
 	writes := fs.Bool("writes", true, "also measure grant/revoke on Grantry")
+	noLog := fs.Bool("no-decision-log", true, "also measure Grantry's checks with its decision log off (first placement only)")
 	p := defaultParams()
 	p.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -55,14 +57,21 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 			// them; measured once, they keep `make bench` within five minutes.
 			grantryTargets = append(grantryTargets, targetWrites)
 		}
-		for _, sys := range []struct {
+		systems := []struct {
 			system  string
 			targets []string
 		}{
 			{systemCeiling, []string{targetCeiling}},
 			{systemOPA, []string{targetOPA}},
 			{systemGrantry, grantryTargets},
-		} {
+		}
+		if *noLog && i == 0 {
+			systems = append(systems, struct {
+				system  string
+				targets []string
+			}{systemGrantryNoLog, []string{targetGrantry}})
+		}
+		for _, sys := range systems {
 			fmt.Fprintf(stderr, "%s, %s:\n", sys.system, pl.name)
 			s, err := h.measure(ctx, sys.system, sys.targets, pl, dir, p)
 			if err != nil {

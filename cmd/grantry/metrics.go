@@ -12,13 +12,16 @@ import (
 // those packages count, and only api knows Prometheus.
 func exposeMetrics(srv *api.Server, decisions *decisionlog.Log, live *policy.Live) error {
 	u := func(f func() uint64) func() float64 { return func() float64 { return float64(f()) } }
-	return errors.Join(
-		srv.CounterFunc("grantry_decision_log_dropped_total", "Decisions dropped unlogged because the decision log's queue was full.", u(decisions.Dropped)),
-		srv.CounterFunc("grantry_decision_log_written_total", "Decisions written to the decision log.", u(decisions.Written)),
-		srv.CounterFunc("grantry_decision_log_failed_total", "Decisions the decision log could not write to the store.", u(decisions.Failed)),
-		srv.GaugeFunc("grantry_decision_log_waiting", "Decisions waiting in the decision log's queue.", func() float64 { return float64(decisions.Waiting()) }),
+	var errs []error
+	if decisions != nil { // the log is on
+		errs = append(errs,
+			srv.CounterFunc("grantry_decision_log_dropped_total", "Decisions dropped unlogged because the decision log's queue was full.", u(decisions.Dropped)),
+			srv.CounterFunc("grantry_decision_log_written_total", "Decisions written to the decision log.", u(decisions.Written)),
+			srv.CounterFunc("grantry_decision_log_failed_total", "Decisions the decision log could not write to the store.", u(decisions.Failed)),
+			srv.GaugeFunc("grantry_decision_log_waiting", "Decisions waiting in the decision log's queue.", func() float64 { return float64(decisions.Waiting()) }))
+	}
+	return errors.Join(append(errs,
 		srv.CounterFunc("grantry_policy_reloads_total", "Policies loaded in place of the running one.", u(live.Reloads)),
 		srv.CounterFunc("grantry_policy_reload_failures_total", "Policy reloads refused because the policy did not compile or failed its tests.", u(live.ReloadFailures)),
-		srv.RegisterCacheMetrics(),
-	)
+		srv.RegisterCacheMetrics())...)
 }

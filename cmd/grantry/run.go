@@ -90,7 +90,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	defer cs.closeAll() // on the error paths; after a shutdown there is nothing left to close
 	cs.add("store", store.Close)
 	store = audit.New(store, time.Now, log)
-	decisions := startDecisionLog(ctx, store, cfg.DecisionLogDays, log, cs)
+	decisions := startDecisionLog(ctx, store, cfg.DecisionLog, cfg.DecisionLogDays, log, cs)
 	live := policy.NewLive(engine)
 	cs.add("policy watcher", watchPolicy(ctx, live, cfg.PolicyDir, log))
 
@@ -104,7 +104,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		fmt.Fprintf(stderr, "\nGrantry created organization %q with this API key, shown only this once; keep it now: %s\n\n", api.DefaultOrg, key)
 	}
 
-	srv := api.New(api.Config{Store: store, Decider: live, Decisions: decisions, Logger: log, AdminToken: cfg.AdminToken,
+	srv := api.New(api.Config{Store: store, Decider: live, Decisions: recorder(decisions), Logger: log, AdminToken: cfg.AdminToken,
 		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		Integrations: integrations(cfg.Integrations, sealer), CacheEntries: cacheEntries(cfg.CacheEntries),
 		SharedStore: cfg.MongoURI != ""})

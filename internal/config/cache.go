@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"flag"
-	"strconv"
 )
 
 // DefaultCacheEntries is how many users the check path keeps in memory when
@@ -18,10 +17,7 @@ const DefaultPreload = true
 // becomes -1, or is kept as not understood, and Validate reports it by the variable's name.
 func (c *Config) readCache(getenv func(string) string) {
 	readInt(getenv, "GRANTRY_CACHE_ENTRIES", &c.CacheEntries)
-	if v := getenv("GRANTRY_PRELOAD"); v != "" {
-		preload, err := strconv.ParseBool(v)
-		c.Preload, c.preloadInvalid = preload, err != nil
-	}
+	readBool(getenv, "GRANTRY_PRELOAD", &c.Preload, &c.preloadInvalid)
 }
 
 func (c *Config) registerCacheFlags(fs *flag.FlagSet) {

@@ -33,12 +33,14 @@ type Config struct {
 	SecretKeyPrevious string       // GRANTRY_SECRET_KEY_PREVIOUS: secret; earlier master keys, comma-separated
 	Integrations      Integrations // GRANTRY_*_BASE_URL, GRANTRY_DEFAULT_*_PROVIDER (integrations.go)
 
-	DecisionLogDays int // GRANTRY_DECISION_LOG_DAYS: days decisions are kept (decisionlog.go)
+	DecisionLog     bool // GRANTRY_DECISION_LOG: log every check's decision (decisionlog.go)
+	DecisionLogDays int  // GRANTRY_DECISION_LOG_DAYS: days decisions are kept (decisionlog.go)
 
 	CacheEntries int  // GRANTRY_CACHE_ENTRIES: users the check path keeps in memory (cache.go)
 	Preload      bool // GRANTRY_PRELOAD: read the embedded store's file into memory at start (cache.go)
 
-	preloadInvalid bool // GRANTRY_PRELOAD was set to something that is not a boolean
+	preloadInvalid     bool // GRANTRY_PRELOAD was set to something that is not a boolean
+	decisionLogInvalid bool // GRANTRY_DECISION_LOG was set to something that is not a boolean
 }
 
 // Default returns the settings used when nothing is set.
@@ -53,6 +55,7 @@ func Default() Config {
 
 		Integrations: DefaultIntegrations(),
 
+		DecisionLog:     DefaultDecisionLog,
 		DecisionLogDays: DefaultDecisionLogDays,
 
 		CacheEntries: DefaultCacheEntries,
@@ -163,6 +166,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("rate_burst", c.RateBurst),
 		slog.Bool("secret_key_previous_set", c.SecretKeyPrevious != ""),
 		slog.Any("integrations", c.Integrations),
+		slog.Bool("decision_log", c.DecisionLog),
 		slog.Int("decision_log_days", c.DecisionLogDays),
 		slog.Int("cache_entries", c.CacheEntries),
 		slog.Bool("preload", c.Preload),

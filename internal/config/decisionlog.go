@@ -9,20 +9,30 @@ import (
 // not set.
 const DefaultDecisionLogDays = 30
 
-// readDecisionLog reads GRANTRY_DECISION_LOG_DAYS. A value that does not parse becomes -1,
-// which Validate reports by the variable's name.
+// DefaultDecisionLog is whether checks are logged when GRANTRY_DECISION_LOG is not set.
+const DefaultDecisionLog = true
+
+// readDecisionLog reads GRANTRY_DECISION_LOG and GRANTRY_DECISION_LOG_DAYS. A value that does
+// not parse becomes -1, or is kept as not understood, and Validate reports it by the variable's
+// name.
 func (c *Config) readDecisionLog(getenv func(string) string) {
+	readBool(getenv, "GRANTRY_DECISION_LOG", &c.DecisionLog, &c.decisionLogInvalid)
 	readInt(getenv, "GRANTRY_DECISION_LOG_DAYS", &c.DecisionLogDays)
 }
 
 func (c *Config) registerDecisionLogFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.DecisionLog, "decision-log", c.DecisionLog, "log every check's decision in the store, listed by GET /audit/decisions (GRANTRY_DECISION_LOG)")
 	fs.IntVar(&c.DecisionLogDays, "decision-log-days", c.DecisionLogDays, "days the decision log keeps each decision (GRANTRY_DECISION_LOG_DAYS)")
 }
 
 // validateDecisionLog reports what is wrong with the decision log's settings.
 func (c Config) validateDecisionLog() []error {
-	if c.DecisionLogDays < 1 {
-		return []error{errors.New("GRANTRY_DECISION_LOG_DAYS must be a whole number of days, 1 or more")}
+	var errs []error
+	if c.decisionLogInvalid {
+		errs = append(errs, errors.New("GRANTRY_DECISION_LOG must be true or false"))
 	}
-	return nil
+	if c.DecisionLogDays < 1 {
+		errs = append(errs, errors.New("GRANTRY_DECISION_LOG_DAYS must be a whole number of days, 1 or more"))
+	}
+	return errs
 }

@@ -1,35 +1,57 @@
 package config
 
 import (
+	"flag"
 	"strings"
 	"testing"
 )
 
-func TestDecisionLogDays(t *testing.T) {
+func TestDecisionLogSettings(t *testing.T) {
 	tests := []struct {
-		name    string
-		value   string
-		want    int
-		wantErr bool
+		name     string
+		env      map[string]string
+		wantLog  bool
+		wantDays int
+		wantErr  string // the variable an error names; "" = valid
 	}{
-		{"default", "", DefaultDecisionLogDays, false},
-		{"set", "7", 7, false},
-		{"one day", "1", 1, false},
-		{"zero", "0", 0, true},
-		{"negative", "-3", -3, true},
-		{"not a number", "thirty", -1, true},
-		{"a duration is not days", "30d", -1, true},
+		{"defaults", nil, DefaultDecisionLog, DefaultDecisionLogDays, ""},
+		{"days set", map[string]string{"GRANTRY_DECISION_LOG_DAYS": "7"}, true, 7, ""},
+		{"one day", map[string]string{"GRANTRY_DECISION_LOG_DAYS": "1"}, true, 1, ""},
+		{"zero days", map[string]string{"GRANTRY_DECISION_LOG_DAYS": "0"}, true, 0, "GRANTRY_DECISION_LOG_DAYS"},
+		{"negative days", map[string]string{"GRANTRY_DECISION_LOG_DAYS": "-3"}, true, -3, "GRANTRY_DECISION_LOG_DAYS"},
+		{"days not a number", map[string]string{"GRANTRY_DECISION_LOG_DAYS": "thirty"}, true, -1, "GRANTRY_DECISION_LOG_DAYS"},
+		{"a duration is not days", map[string]string{"GRANTRY_DECISION_LOG_DAYS": "30d"}, true, -1, "GRANTRY_DECISION_LOG_DAYS"},
+		{"off", map[string]string{"GRANTRY_DECISION_LOG": "false"}, false, DefaultDecisionLogDays, ""},
+		{"off as a number", map[string]string{"GRANTRY_DECISION_LOG": "0"}, false, DefaultDecisionLogDays, ""},
+		{"on", map[string]string{"GRANTRY_DECISION_LOG": "true"}, true, DefaultDecisionLogDays, ""},
+		{"off, days kept for what was logged", map[string]string{"GRANTRY_DECISION_LOG": "false", "GRANTRY_DECISION_LOG_DAYS": "2"}, false, 2, ""},
+		{"not a boolean", map[string]string{"GRANTRY_DECISION_LOG": "off"}, false, DefaultDecisionLogDays, "GRANTRY_DECISION_LOG must"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := FromEnv(env(map[string]string{"GRANTRY_DECISION_LOG_DAYS": tt.value}))
-			if c.DecisionLogDays != tt.want {
-				t.Errorf("DecisionLogDays = %d, want %d", c.DecisionLogDays, tt.want)
+			c := FromEnv(env(tt.env))
+			if c.DecisionLog != tt.wantLog || c.DecisionLogDays != tt.wantDays {
+				t.Errorf("DecisionLog, DecisionLogDays = %v, %d; want %v, %d", c.DecisionLog, c.DecisionLogDays, tt.wantLog, tt.wantDays)
 			}
 			err := c.Validate()
-			if got := err != nil && strings.Contains(err.Error(), "GRANTRY_DECISION_LOG_DAYS"); got != tt.wantErr {
-				t.Errorf("Validate() = %v; want an error about GRANTRY_DECISION_LOG_DAYS: %v", err, tt.wantErr)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Validate() = %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("Validate() = %v, want an error about %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestDecisionLogFlagsOverrideEnv(t *testing.T) {
+	c := FromEnv(env(map[string]string{"GRANTRY_DECISION_LOG": "true", "GRANTRY_DECISION_LOG_DAYS": "9"}))
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--decision-log=false", "--decision-log-days", "3"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.DecisionLog || c.DecisionLogDays != 3 {
+		t.Errorf("DecisionLog, DecisionLogDays = %v, %d; want false, 3", c.DecisionLog, c.DecisionLogDays)
 	}
 }

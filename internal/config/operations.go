@@ -66,6 +66,15 @@ func (c Config) validateOperations() []error {
 
 // readInt sets *dst from the variable name when it is set. A value that does not parse becomes
 // -1, which every whole-number setting refuses, so that Validate reports it by name.
+// readBool reads the boolean variable name into dst, if it is set; one that does not parse
+// (strconv.ParseBool) sets invalid, for Validate to report, and dst to false.
+func readBool(getenv func(string) string, name string, dst, invalid *bool) {
+	if v := getenv(name); v != "" {
+		b, err := strconv.ParseBool(v)
+		*dst, *invalid = b, err != nil
+	}
+}
+
 func readInt(getenv func(string) string, name string, dst *int) {
 	if v := getenv(name); v != "" {
 		n, err := strconv.Atoi(v)
