@@ -25,9 +25,10 @@ const (
 	systemCeiling = "ceiling"
 	systemOPA     = "opa"
 	systemGrantry = "grantry"
-	// Grantry without its decision log (GRANTRY_DECISION_LOG=false), as OPA's server runs here:
-	// what storing every decision costs a check.
-	systemGrantryNoLog = "grantry-no-decision-log"
+	// Grantry logging as OPA's server does here: no decision log (GRANTRY_DECISION_LOG=false)
+	// and nothing below ERROR, so no access log (GRANTRY_LOG_LEVEL=error), to show what its
+	// logs cost a check.
+	systemGrantryLogsOff = "grantry-logs-off"
 )
 
 // placement says where the server and the load generator may run: on one CPU each (taskset's
@@ -206,17 +207,17 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 		// OPA at its best for this load: its data kept as AST values, as its performance guide
 		// advises for reads (--optimize-store-for-read-speed), and without its two log lines per
 		// request (--log-level error). Together they take its CPU per check here from about
-		// 240 µs to about 145 µs. Grantry keeps its defaults, access log included, so the
-		// comparison leans towards OPA. --skip-version-check keeps OPA off the network.
+		// 240 µs to about 145 µs. Grantry keeps its defaults, access log and decision log
+		// included, so the comparison leans towards OPA; systemGrantryLogsOff logs as OPA does. --skip-version-check keeps OPA off the network.
 		od := filepath.Join(dir, opaDir)
 		argv = []string{h.opa, "run", "--server", "--skip-version-check", "--optimize-store-for-read-speed", "--log-level", "error",
 			"--addr", addr, filepath.Join(od, "authz.rego"), filepath.Join(od, "wrapper.rego"), filepath.Join(od, opaDataFile)}
 		health = "/health"
-	case systemGrantry, systemGrantryNoLog:
+	case systemGrantry, systemGrantryLogsOff:
 		argv, health = []string{h.grantry, "serve"}, "/readyz"
 		env = append(env[:len(env):len(env)], "GRANTRY_ADDR="+addr, "GRANTRY_DATA_DIR="+filepath.Join(dir, grantryDir))
-		if system == systemGrantryNoLog {
-			env = append(env, "GRANTRY_DECISION_LOG=false")
+		if system == systemGrantryLogsOff {
+			env = append(env, "GRANTRY_DECISION_LOG=false", "GRANTRY_LOG_LEVEL=error")
 		}
 	default:
 		return nil, fmt.Errorf("unknown system %q", system)
@@ -318,7 +319,7 @@ func (h *harness) load(ctx context.Context, target string, s *server, pl placeme
 
 // series is the runs of one target on one server process, and that process's memory after them.
 type series struct {
-	system    string // ceiling, opa, grantry or grantry-no-decision-log
+	system    string // ceiling, opa, grantry or grantry-logs-off
 	target    string // what was asked: a check, or writes
 	placement string
 	runs      []loadResult

@@ -64,7 +64,7 @@ func TestReportRatios(t *testing.T) {
 			{system: systemOPA, target: targetOPA, placement: "unpinned", runs: three(result(10_000, 100*time.Microsecond, 12*time.Millisecond))},
 			{system: systemGrantry, target: targetGrantry, placement: "unpinned", runs: three(result(5_000, 200*time.Microsecond, 24*time.Millisecond))},
 			{system: systemGrantry, target: targetWrites, placement: "unpinned", runs: three(result(6_000, 50*time.Microsecond, 9*time.Millisecond))},
-			{system: systemGrantryNoLog, target: targetGrantry, placement: "unpinned", runs: three(result(15_000, 40*time.Microsecond, 5*time.Millisecond))},
+			{system: systemGrantryLogsOff, target: targetGrantry, placement: "unpinned", runs: three(result(15_000, 40*time.Microsecond, 5*time.Millisecond))},
 		},
 	}
 	var out bytes.Buffer
@@ -76,10 +76,10 @@ func TestReportRatios(t *testing.T) {
 		`Grantry / OPA, p99\s+2\.00×`,
 		`Grantry grant\+revoke, req/s\s+6,000`,
 		`unpinned\s+Grantry can_user_access\s+5,000\s+12\.00ms\s+24\.00ms\s+200\.0`,
-		`unpinned\s+Grantry, no decision log\s+15,000\s+2\.50ms\s+5\.00ms\s+40\.0`,
-		`no decision log / OPA, req/s\s+1\.50×`,
-		`no decision log / ceiling, req/s\s+0\.50×`,
-		`no decision log / ceiling, CPU\s+1\.60×`,
+		`unpinned\s+Grantry, logs off\s+15,000\s+2\.50ms\s+5\.00ms\s+40\.0`,
+		`logs off / OPA, req/s\s+1\.50×`,
+		`logs off / ceiling, req/s\s+0\.50×`,
+		`logs off / ceiling, CPU µs/req\s+1\.60×`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out.String()) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())

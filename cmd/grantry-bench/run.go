@@ -16,7 +16,7 @@ import (
 // placement (pinned, unpinned) start the ceiling, OPA's server and Grantry one after another —
 // never two at once, so that none disturbs another's CPU — load each for the given runs, and
 // print one table. In the first placement it also measures Grantry's writes, and its checks
-// with the decision log off.
+// with its decision log and access log off.
 func runCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -26,7 +26,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	opa := fs.String("opa", "bin/opa", "the opa binary (go build -o bin/opa github.com/open-policy-agent/opa)")
 	writes := fs.Bool("writes", true, "also measure grant/revoke on Grantry")
-	noLog := fs.Bool("no-decision-log", true, "also measure Grantry's checks with its decision log off (first placement only)")
+	logsOff := fs.Bool("logs-off", true, "also measure Grantry's checks logging as OPA's server does here: no decision log, no access log (first placement only)")
 	p := defaultParams()
 	p.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -65,11 +65,11 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 			{systemOPA, []string{targetOPA}},
 			{systemGrantry, grantryTargets},
 		}
-		if *noLog && i == 0 {
+		if *logsOff && i == 0 {
 			systems = append(systems, struct {
 				system  string
 				targets []string
-			}{systemGrantryNoLog, []string{targetGrantry}})
+			}{systemGrantryLogsOff, []string{targetGrantry}})
 		}
 		for _, sys := range systems {
 			fmt.Fprintf(stderr, "%s, %s:\n", sys.system, pl.name)

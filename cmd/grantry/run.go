@@ -66,7 +66,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err != nil {
 		return err
 	}
-	log, lines := newLogger(stderr)
+	log, lines := newLogger(stderr, cfg.LogLevel)
 	defer lines.Close()
 	log.Info("starting", "config", cfg, "gogc", tuneGC(getenv))
 
@@ -203,16 +203,16 @@ func tuneGC(getenv func(string) string) string {
 	return strconv.Itoa(gcPercent)
 }
 
-// newLogger logs JSON (slog.JSONHandler's lines, written faster by jsonlog), or text when a
-// person is watching the terminal, to w through the returned logbuf.Writer, which the caller
-// closes last: lines below warning level reach w up to 100 ms late, in batches, so that
-// logging every request costs few writes.
-func newLogger(w io.Writer) (*slog.Logger, *logbuf.Writer) {
+// newLogger logs records of level and above as JSON (slog.JSONHandler's lines, written faster
+// by jsonlog), or as text when a person is watching the terminal, to w through the returned
+// logbuf.Writer, which the caller closes last: lines below warning level reach w up to 100 ms
+// late, in batches, so that logging every request costs few writes.
+func newLogger(w io.Writer, level slog.Level) (*slog.Logger, *logbuf.Writer) {
 	lines := logbuf.New(w)
-	var h slog.Handler = jsonlog.New(lines)
+	var h slog.Handler = jsonlog.New(lines, level)
 	if f, ok := w.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			h = slog.NewTextHandler(lines, nil)
+			h = slog.NewTextHandler(lines, &slog.HandlerOptions{Level: level})
 		}
 	}
 	return slog.New(logbuf.Urgent(h, lines)), lines

@@ -83,7 +83,7 @@ func secrets(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	log, lines := newLogger(stderr)
+	log, lines := newLogger(stderr, cfg.LogLevel)
 	defer lines.Close()
 	sealer, err := openSealer(cfg, log)
 	if err != nil {

@@ -39,8 +39,11 @@ type Config struct {
 	CacheEntries int  // GRANTRY_CACHE_ENTRIES: users the check path keeps in memory (cache.go)
 	Preload      bool // GRANTRY_PRELOAD: read the embedded store's file into memory at start (cache.go)
 
+	LogLevel slog.Level // GRANTRY_LOG_LEVEL: the least severe level logged (logging.go)
+
 	preloadInvalid     bool // GRANTRY_PRELOAD was set to something that is not a boolean
 	decisionLogInvalid bool // GRANTRY_DECISION_LOG was set to something that is not a boolean
+	logLevelInvalid    bool // GRANTRY_LOG_LEVEL was set to something that is not a level
 }
 
 // Default returns the settings used when nothing is set.
@@ -60,6 +63,8 @@ func Default() Config {
 
 		CacheEntries: DefaultCacheEntries,
 		Preload:      DefaultPreload,
+
+		LogLevel: DefaultLogLevel,
 	}
 }
 
@@ -84,6 +89,7 @@ func FromEnv(getenv func(string) string) Config {
 	c.readIntegrations(getenv)
 	c.readDecisionLog(getenv)
 	c.readCache(getenv)
+	c.readLogging(getenv)
 	return c
 }
 
@@ -98,6 +104,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.registerIntegrationFlags(fs)
 	c.registerDecisionLogFlags(fs)
 	c.registerCacheFlags(fs)
+	c.registerLoggingFlags(fs)
 }
 
 // Validate reports every problem with the settings at once.
@@ -130,6 +137,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateIntegrations()...)
 	errs = append(errs, c.validateDecisionLog()...)
 	errs = append(errs, c.validateCache()...)
+	errs = append(errs, c.validateLogging()...)
 	return errors.Join(errs...)
 }
 
@@ -170,6 +178,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("decision_log_days", c.DecisionLogDays),
 		slog.Int("cache_entries", c.CacheEntries),
 		slog.Bool("preload", c.Preload),
+		slog.String("log_level", c.LogLevel.String()),
 	)
 }
 

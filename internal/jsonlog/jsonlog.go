@@ -25,12 +25,12 @@ type Handler struct {
 }
 
 // New returns a Handler that writes to w, which must be safe for concurrent use (a
-// logbuf.Writer or an *os.File is).
-func New(w io.Writer) *Handler {
-	return &Handler{w: w, json: slog.NewJSONHandler(w, nil)}
+// logbuf.Writer or an *os.File is), the records of level and above (nil: info and above).
+func New(w io.Writer, level slog.Leveler) *Handler {
+	return &Handler{w: w, json: slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})}
 }
 
-// Enabled reports what slog.JSONHandler does: info level and above.
+// Enabled reports what slog.JSONHandler does: the handler's level and above.
 func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
 	return h.json.Enabled(ctx, level)
 }

@@ -18,7 +18,7 @@ func both(t testing.TB, msg string, level slog.Level, when time.Time, attrs ...s
 	for _, x := range []struct {
 		h   slog.Handler
 		out *bytes.Buffer
-	}{{New(&g), &g}, {slog.NewJSONHandler(&w, nil), &w}} {
+	}{{New(&g, nil), &g}, {slog.NewJSONHandler(&w, nil), &w}} {
 		r := slog.NewRecord(when, level, msg, 0)
 		r.AddAttrs(attrs...)
 		if err := x.h.Handle(context.Background(), r); err != nil {
@@ -104,7 +104,7 @@ func TestWithAttrsAndGroupAreJSONHandlers(t *testing.T) {
 	for _, x := range []struct {
 		l   *slog.Logger
 		out *bytes.Buffer
-	}{{slog.New(New(&g)), &g}, {slog.New(slog.NewJSONHandler(&w, nil)), &w}} {
+	}{{slog.New(New(&g, nil)), &g}, {slog.New(slog.NewJSONHandler(&w, nil)), &w}} {
 		x.l.With("k", "v").WithGroup("grp").Info("m", "a", 1)
 		x.l.Debug("not written")
 	}
@@ -132,7 +132,7 @@ func BenchmarkAccessLine(b *testing.B) {
 	for _, h := range []struct {
 		name string
 		h    slog.Handler
-	}{{"jsonlog", New(io.Discard)}, {"slog.JSONHandler", slog.NewJSONHandler(io.Discard, nil)}} {
+	}{{"jsonlog", New(io.Discard, nil)}, {"slog.JSONHandler", slog.NewJSONHandler(io.Discard, nil)}} {
 		l := slog.New(h.h)
 		b.Run(h.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -143,5 +143,27 @@ func BenchmarkAccessLine(b *testing.B) {
 					slog.Float64("duration_ms", 0.412), slog.String("org_id", "9f6067c4-caa7-419a-9c89-39024892e324"))
 			}
 		})
+	}
+}
+
+func TestLevel(t *testing.T) {
+	tests := []struct {
+		level slog.Leveler
+		want  map[slog.Level]bool
+	}{
+		{nil, map[slog.Level]bool{slog.LevelDebug: false, slog.LevelInfo: true, slog.LevelWarn: true}},
+		{slog.LevelWarn, map[slog.Level]bool{slog.LevelInfo: false, slog.LevelWarn: true, slog.LevelError: true}},
+		{slog.LevelDebug, map[slog.Level]bool{slog.LevelDebug: true, slog.LevelInfo: true}},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		log := slog.New(New(&buf, tt.level))
+		for level, want := range tt.want {
+			buf.Reset()
+			log.Log(context.Background(), level, "hello")
+			if got := buf.Len() > 0; got != want {
+				t.Errorf("handler of level %v wrote a %v line: %v, want %v", tt.level, level, got, want)
+			}
+		}
 	}
 }
