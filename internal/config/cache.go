@@ -14,10 +14,10 @@ const DefaultCacheEntries = 100_000
 const DefaultPreload = true
 
 // readCache reads GRANTRY_CACHE_ENTRIES and GRANTRY_PRELOAD. A value that does not parse
-// becomes -1, or is kept as not understood, and Validate reports it by the variable's name.
+// becomes -1, or is kept for Validate (readBool), which reports it by the variable's name.
 func (c *Config) readCache(getenv func(string) string) {
 	readInt(getenv, "GRANTRY_CACHE_ENTRIES", &c.CacheEntries)
-	readBool(getenv, "GRANTRY_PRELOAD", &c.Preload, &c.preloadInvalid)
+	c.readBool(getenv, "GRANTRY_PRELOAD", &c.Preload)
 }
 
 func (c *Config) registerCacheFlags(fs *flag.FlagSet) {
@@ -27,12 +27,8 @@ func (c *Config) registerCacheFlags(fs *flag.FlagSet) {
 
 // validateCache reports what is wrong with the settings of what the check path keeps in memory.
 func (c Config) validateCache() []error {
-	var errs []error
 	if c.CacheEntries < 0 {
-		errs = append(errs, errors.New("GRANTRY_CACHE_ENTRIES must be a whole number, 0 (no cache) or more"))
+		return []error{errors.New("GRANTRY_CACHE_ENTRIES must be a whole number, 0 (no cache) or more")}
 	}
-	if c.preloadInvalid {
-		errs = append(errs, errors.New("GRANTRY_PRELOAD must be true or false"))
-	}
-	return errs
+	return nil
 }

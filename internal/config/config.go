@@ -41,9 +41,9 @@ type Config struct {
 
 	LogLevel slog.Level // GRANTRY_LOG_LEVEL: the least severe level logged (logging.go)
 
-	preloadInvalid     bool // GRANTRY_PRELOAD was set to something that is not a boolean
-	decisionLogInvalid bool // GRANTRY_DECISION_LOG was set to something that is not a boolean
-	logLevelInvalid    bool // GRANTRY_LOG_LEVEL was set to something that is not a level
+	// unparsed says, for each variable set to a value that its reader could not parse and that
+	// has no value of its own to mark it (as -1 marks a whole number), what it must be.
+	unparsed []error
 }
 
 // Default returns the settings used when nothing is set.
@@ -137,7 +137,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateIntegrations()...)
 	errs = append(errs, c.validateDecisionLog()...)
 	errs = append(errs, c.validateCache()...)
-	errs = append(errs, c.validateLogging()...)
+	errs = append(errs, c.unparsed...)
 	return errors.Join(errs...)
 }
 

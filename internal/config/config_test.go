@@ -3,9 +3,11 @@ package config
 import (
 	"bytes"
 	"flag"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -29,17 +31,62 @@ func TestFromEnv(t *testing.T) {
 	}
 }
 
+// TestFlagsOverrideEnv sets each group of settings by environment, then by flags, which win.
 func TestFlagsOverrideEnv(t *testing.T) {
-	c := FromEnv(env(map[string]string{"GRANTRY_ADDR": "127.0.0.1:1"}))
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want func(*Config) // what the flags change of the settings from env
+	}{
+		{"address and data", map[string]string{"GRANTRY_ADDR": "127.0.0.1:1"}, []string{"--addr", "127.0.0.1:2", "--data-dir", "/tmp/x"},
+			func(c *Config) { c.Addr, c.DataDir = "127.0.0.1:2", "/tmp/x" }},
+		{"operations", map[string]string{"GRANTRY_RATE_LIMIT": "5", "GRANTRY_REQUEST_TIMEOUT": "1s"},
+			[]string{"--rate-limit", "7", "--rate-burst", "3", "--request-timeout", "2s", "--shutdown-timeout", "30s"},
+			func(c *Config) {
+				c.RateLimit, c.RateBurst, c.RequestTimeout, c.ShutdownTimeout = 7, 3, 2*time.Second, 30*time.Second
+			}},
+		{"cache", map[string]string{"GRANTRY_CACHE_ENTRIES": "5000", "GRANTRY_PRELOAD": "true"}, []string{"--cache-entries", "7", "--preload=false"},
+			func(c *Config) { c.CacheEntries, c.Preload = 7, false }},
+		{"decision log", map[string]string{"GRANTRY_DECISION_LOG": "true", "GRANTRY_DECISION_LOG_DAYS": "9"}, []string{"--decision-log=false", "--decision-log-days", "3"},
+			func(c *Config) { c.DecisionLog, c.DecisionLogDays = false, 3 }},
+		{"log level", map[string]string{"GRANTRY_LOG_LEVEL": "debug"}, []string{"--log-level", "error"},
+			func(c *Config) { c.LogLevel = slog.LevelError }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := FromEnv(env(tt.env))
+			want := c
+			tt.want(&want)
+			fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+			c.RegisterFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, c, cmp.AllowUnexported(Config{})); diff != "" {
+				t.Errorf("after %v (-want +got):\n%s", tt.args, diff)
+			}
+		})
+	}
+}
+
+func TestFlagsRefuseWhatEnvWould(t *testing.T) {
+	c := Default()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.RegisterFlags(fs)
+	for _, args := range [][]string{{"--log-level", "loud"}, {"--preload=sometimes"}, {"--cache-entries", "many"}} {
+		if err := fs.Parse(args); err == nil {
+			t.Errorf("%v was accepted", args)
+		}
+	}
+}
+
+func TestSecretsAreNotFlags(t *testing.T) {
+	c := Default()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--addr", "127.0.0.1:2", "--data-dir", "/tmp/x"}); err != nil {
-		t.Fatal(err)
-	}
-	if c.Addr != "127.0.0.1:2" || c.DataDir != "/tmp/x" {
-		t.Errorf("after flags: addr %q data dir %q", c.Addr, c.DataDir)
-	}
-	if fs.Lookup("admin-token") != nil || fs.Lookup("secret-key") != nil {
+	if fs.Lookup("admin-token") != nil || fs.Lookup("secret-key") != nil || fs.Lookup("bootstrap-api-key") != nil {
 		t.Error("secrets must not be flags (they would show in ps)")
 	}
 }

@@ -13,10 +13,10 @@ const DefaultDecisionLogDays = 30
 const DefaultDecisionLog = true
 
 // readDecisionLog reads GRANTRY_DECISION_LOG and GRANTRY_DECISION_LOG_DAYS. A value that does
-// not parse becomes -1, or is kept as not understood, and Validate reports it by the variable's
+// not parse becomes -1, or is kept for Validate (readBool), which reports it by the variable's
 // name.
 func (c *Config) readDecisionLog(getenv func(string) string) {
-	readBool(getenv, "GRANTRY_DECISION_LOG", &c.DecisionLog, &c.decisionLogInvalid)
+	c.readBool(getenv, "GRANTRY_DECISION_LOG", &c.DecisionLog)
 	readInt(getenv, "GRANTRY_DECISION_LOG_DAYS", &c.DecisionLogDays)
 }
 
@@ -27,12 +27,8 @@ func (c *Config) registerDecisionLogFlags(fs *flag.FlagSet) {
 
 // validateDecisionLog reports what is wrong with the decision log's settings.
 func (c Config) validateDecisionLog() []error {
-	var errs []error
-	if c.decisionLogInvalid {
-		errs = append(errs, errors.New("GRANTRY_DECISION_LOG must be true or false"))
-	}
 	if c.DecisionLogDays < 1 {
-		errs = append(errs, errors.New("GRANTRY_DECISION_LOG_DAYS must be a whole number of days, 1 or more"))
+		return []error{errors.New("GRANTRY_DECISION_LOG_DAYS must be a whole number of days, 1 or more")}
 	}
-	return errs
+	return nil
 }

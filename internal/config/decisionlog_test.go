@@ -1,7 +1,6 @@
 package config
 
 import (
-	"flag"
 	"strings"
 	"testing"
 )
@@ -25,7 +24,7 @@ func TestDecisionLogSettings(t *testing.T) {
 		{"off as a number", map[string]string{"GRANTRY_DECISION_LOG": "0"}, false, DefaultDecisionLogDays, ""},
 		{"on", map[string]string{"GRANTRY_DECISION_LOG": "true"}, true, DefaultDecisionLogDays, ""},
 		{"off, days kept for what was logged", map[string]string{"GRANTRY_DECISION_LOG": "false", "GRANTRY_DECISION_LOG_DAYS": "2"}, false, 2, ""},
-		{"not a boolean", map[string]string{"GRANTRY_DECISION_LOG": "off"}, false, DefaultDecisionLogDays, "GRANTRY_DECISION_LOG must"},
+		{"not a boolean", map[string]string{"GRANTRY_DECISION_LOG": "off"}, DefaultDecisionLog, DefaultDecisionLogDays, "GRANTRY_DECISION_LOG must"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,17 +40,5 @@ func TestDecisionLogSettings(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error about %s", err, tt.wantErr)
 			}
 		})
-	}
-}
-
-func TestDecisionLogFlagsOverrideEnv(t *testing.T) {
-	c := FromEnv(env(map[string]string{"GRANTRY_DECISION_LOG": "true", "GRANTRY_DECISION_LOG_DAYS": "9"}))
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--decision-log=false", "--decision-log-days", "3"}); err != nil {
-		t.Fatal(err)
-	}
-	if c.DecisionLog || c.DecisionLogDays != 3 {
-		t.Errorf("DecisionLog, DecisionLogDays = %v, %d; want false, 3", c.DecisionLog, c.DecisionLogDays)
 	}
 }

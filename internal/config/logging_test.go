@@ -1,7 +1,6 @@
 package config
 
 import (
-	"flag"
 	"log/slog"
 	"strings"
 	"testing"
@@ -33,20 +32,5 @@ func TestLogLevel(t *testing.T) {
 				t.Errorf("Validate() = %v; want an error about GRANTRY_LOG_LEVEL: %v", err, tt.wantErr)
 			}
 		})
-	}
-}
-
-func TestLogLevelFlagOverridesEnv(t *testing.T) {
-	c := FromEnv(env(map[string]string{"GRANTRY_LOG_LEVEL": "debug"}))
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--log-level", "error"}); err != nil {
-		t.Fatal(err)
-	}
-	if c.LogLevel != slog.LevelError {
-		t.Errorf("LogLevel = %v, want ERROR", c.LogLevel)
-	}
-	if err := fs.Parse([]string{"--log-level", "loud"}); err == nil {
-		t.Error("--log-level loud was accepted")
 	}
 }

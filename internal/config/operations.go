@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -64,17 +65,21 @@ func (c Config) validateOperations() []error {
 	return errs
 }
 
-// readInt sets *dst from the variable name when it is set. A value that does not parse becomes
-// -1, which every whole-number setting refuses, so that Validate reports it by name.
-// readBool reads the boolean variable name into dst, if it is set; one that does not parse
-// (strconv.ParseBool) sets invalid, for Validate to report, and dst to false.
-func readBool(getenv func(string) string, name string, dst, invalid *bool) {
+// readBool sets *dst from the boolean variable name when it is set (strconv.ParseBool). A value
+// that does not parse leaves *dst as it was and is kept for Validate, which reports it by name.
+func (c *Config) readBool(getenv func(string) string, name string, dst *bool) {
 	if v := getenv(name); v != "" {
 		b, err := strconv.ParseBool(v)
-		*dst, *invalid = b, err != nil
+		if err != nil {
+			c.unparsed = append(c.unparsed, fmt.Errorf("%s must be true or false", name))
+			return
+		}
+		*dst = b
 	}
 }
 
+// readInt sets *dst from the variable name when it is set. A value that does not parse becomes
+// -1, which every whole-number setting refuses, so that Validate reports it by name.
 func readInt(getenv func(string) string, name string, dst *int) {
 	if v := getenv(name); v != "" {
 		n, err := strconv.Atoi(v)

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"flag"
 	"strings"
 	"testing"
 	"time"
@@ -47,17 +46,5 @@ func TestOperationSettings(t *testing.T) {
 				t.Errorf("Validate = %v, want an error naming %s", err, tc.wantErr)
 			}
 		})
-	}
-}
-
-func TestOperationFlagsOverrideEnv(t *testing.T) {
-	c := FromEnv(env(map[string]string{"GRANTRY_RATE_LIMIT": "5", "GRANTRY_REQUEST_TIMEOUT": "1s"}))
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--rate-limit", "7", "--rate-burst", "3", "--request-timeout", "2s", "--shutdown-timeout", "30s"}); err != nil {
-		t.Fatal(err)
-	}
-	if c.RateLimit != 7 || c.RateBurst != 3 || c.RequestTimeout != 2*time.Second || c.ShutdownTimeout != 30*time.Second {
-		t.Errorf("after flags: %+v", c)
 	}
 }
