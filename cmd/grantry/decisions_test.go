@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -32,21 +29,9 @@ func TestDecisionLogSetting(t *testing.T) {
 			url := ""
 			call := func(method, path string, body any) string {
 				t.Helper()
-				raw, _ := json.Marshal(body)
-				req, _ := http.NewRequest(method, url+path, bytes.NewReader(raw))
-				req.Header.Set("Authorization", "Bearer boot-key")
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				out, _ := io.ReadAll(resp.Body)
-				if resp.StatusCode != http.StatusOK {
-					t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, out)
-				}
-				return string(out)
+				return string(mustSend(t, method, url+path, "boot-key", body))
 			}
+
 			url, _, stop := startServer(t, env)
 			var model struct{ Model struct{ ID string } }
 			json.Unmarshal([]byte(call("POST", "/llm_integration/custom_model", map[string]string{"model_name": "gpt"})), &model)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,6 +62,46 @@ func startServer(t *testing.T, env map[string]string) (string, *syncBuffer, func
 	cancel()
 	t.Fatalf("serve did not start:\n%s", stderr)
 	return "", nil, nil
+}
+
+// send sends method to url with apiKey and, unless body is nil, body as JSON, and returns the
+// status and the body of the answer.
+func send(t *testing.T, method, url, apiKey string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, out
+}
+
+// mustSend is send that fails t unless the answer is a 200, and returns its body.
+func mustSend(t *testing.T, method, url, apiKey string, body any) []byte {
+	t.Helper()
+	status, out := send(t, method, url, apiKey, body)
+	if status != http.StatusOK {
+		t.Fatalf("%s %s = %d %s", method, url, status, out)
+	}
+	return out
 }
 
 var keyRE = regexp.MustCompile(`gry_[0-9A-Za-z]{43}`)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -96,24 +95,7 @@ func TestServeKeepsAnAuditTrailAndReloadsThePolicy(t *testing.T) {
 	url, stderr, stop := startServer(t, env)
 	call := func(method, path string, body any) []byte {
 		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			raw, _ := json.Marshal(body)
-			rd = bytes.NewReader(raw)
-		}
-		req, _ := http.NewRequest(method, url+path, rd)
-		req.Header.Set("Authorization", "Bearer boot-key")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, out)
-		}
-		return out
+		return mustSend(t, method, url+path, "boot-key", body)
 	}
 	var model struct{ Model struct{ ID string } }
 	json.Unmarshal(call("POST", "/llm_integration/custom_model", map[string]string{"model_name": "gpt"}), &model)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,22 +50,6 @@ func fakeAccounts(t *testing.T, good ...string) *httptest.Server {
 
 func masterKey(b byte) string {
 	return base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{b}, seal.KeySize))
-}
-
-// post sends a JSON body with the bootstrap key and returns the status and body.
-func post(t *testing.T, url, apiKey string, body any) (int, []byte) {
-	t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(raw))
-	req.Header.Set("Authorization", "Bearer "+apiKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
 }
 
 // storedSecrets opens the embedded store in dir and returns every resource with a secret.
@@ -126,7 +109,7 @@ func TestSecretsRotate(t *testing.T) {
 		{"/data_integration/vectordb/integrate", map[string]string{"api_key": indexKey, "environment": "us-east-1"}},
 		{"/llm_integration/hostedllm", map[string]string{"provider_key": "sk-refused-11111111"}},
 	} {
-		status, body := post(t, url+call.path, "boot-key", call.body)
+		status, body := send(t, "POST", url+call.path, "boot-key", call.body)
 		if status != http.StatusOK && !strings.Contains(call.body["provider_key"], "refused") {
 			t.Fatalf("POST %s = %d %s", call.path, status, body)
 		}
@@ -186,7 +169,7 @@ func TestSecretsRotate(t *testing.T) {
 		"GRANTRY_DATA_DIR": dir, "GRANTRY_SECRET_KEY": keyB, "GRANTRY_BOOTSTRAP_API_KEY": "boot-key",
 		"GRANTRY_OPENAI_BASE_URL": fake.URL + "/v1", "GRANTRY_PINECONE_BASE_URL": fake.URL,
 	})
-	if status, body := post(t, url+"/llm_integration/openai", "boot-key", map[string]string{"provider_key": modelKey}); status != http.StatusOK {
+	if status, body := send(t, "POST", url+"/llm_integration/openai", "boot-key", map[string]string{"provider_key": modelKey}); status != http.StatusOK {
 		t.Errorf("integrate after rotation = %d %s", status, body)
 	}
 	if err := stop(); err != nil {
@@ -231,7 +214,7 @@ func TestDevelopmentMasterKey(t *testing.T) {
 		t.Errorf("key file mode = %o, want 600", fi.Mode().Perm())
 	}
 	first, _ := os.ReadFile(path)
-	if status, body := post(t, url+"/llm_integration/hostedllm", "boot-key", map[string]string{"provider_key": modelKey}); status != http.StatusOK {
+	if status, body := send(t, "POST", url+"/llm_integration/hostedllm", "boot-key", map[string]string{"provider_key": modelKey}); status != http.StatusOK {
 		t.Fatalf("integrate = %d %s", status, body)
 	}
 	if err := stop(); err != nil {
