@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -67,5 +68,53 @@ func TestAccessModelIsIsolated(t *testing.T) {
 	}
 	if r := f.must("GET", "/api_keys", keyA, nil); !contains(r.Body, keyIDA) {
 		t.Error("A's key is gone")
+	}
+}
+
+// TestIDThatBeginsAnotherHoldsNothingOfIt: a user whose id is another's followed by a zero
+// byte and more is a different user, and neither is ever answered with the other's grants or
+// groups, through the check, the batch check or the user's access list. (The store's suite
+// checks deletion: storagetest's IDsThatBeginWithAnother.)
+func TestIDThatBeginsAnotherHoldsNothingOfIt(t *testing.T) {
+	f := newFixture(t)
+	_, key := f.org("a")
+	own, theirs, viaGroup := f.model(key, "own"), f.model(key, "theirs"), f.model(key, "via-group")
+	integ := decode[struct {
+		AuthIntegration struct{ ID string } `json:"auth_integration"`
+	}](t, f.must("POST", "/auth_integration/create", key, map[string]string{"name": "directory"})).AuthIntegration.ID
+	const ada, longer = "ada", "ada\x00x"
+	f.must("POST", "/users/import", key, map[string]any{"auth_integration_id": integ, "users": []map[string]string{
+		{"id": ada, "email": "ada@a.test"}, {"id": longer, "email": "ada-x@a.test"},
+	}})
+	f.must("POST", "/provisions/add_to_user", key, map[string]string{"user_id": ada, "svc_id": own})
+	f.must("POST", "/provisions/add_to_user", key, map[string]string{"user_id": longer, "svc_id": theirs})
+	group := f.group(key, "Theirs")
+	f.addMember(key, group, longer)
+	f.grantGroup(key, group, viaGroup)
+
+	want := map[string]map[string]bool{
+		ada:    {own: true, theirs: false, viaGroup: false},
+		longer: {own: false, theirs: true, viaGroup: true},
+	}
+	for user, byModel := range want {
+		for model, allowed := range byModel {
+			if got := f.check(key, user, model); got != allowed {
+				t.Errorf("can_user_access(%q, %s) = %v, want %v", user, model, got, allowed)
+			}
+		}
+	}
+	if body := f.must("GET", "/users/ada/access", key, nil).Body; contains(body, theirs) || contains(body, viaGroup) {
+		t.Errorf("ada's access lists the other user's resources: %s", body)
+	}
+
+	batch := decode[struct {
+		Results []struct {
+			Allowed bool `json:"allowed"`
+		} `json:"results"`
+	}](t, f.must("POST", "/provisions/check_batch", key, map[string]any{"checks": []map[string]string{
+		{"user_id": ada, "svc_id": theirs}, {"user_id": ada, "svc_id": viaGroup}, {"user_id": longer, "svc_id": theirs},
+	}}))
+	if got := fmt.Sprint(batch.Results); got != "[{false} {false} {true}]" {
+		t.Errorf("check_batch = %s, want [{false} {false} {true}]", got)
 	}
 }

@@ -151,7 +151,7 @@ func (s *Store) ResourceGrants(ctx context.Context, orgID, resourceID string) ([
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		grants, prefix := tx.Bucket(bucketGrants), key(orgID, resourceID)
 		c := tx.Bucket(bucketGrantsByResource).Cursor()
-		for k, user := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, user = c.Next() {
+		for k, user := c.Seek(prefix); k != nil && under(k, prefix); k, user = c.Next() {
 			rec, ok, err := getGrant(grants, key(orgID, string(user), resourceID))
 			if err != nil {
 				return err
@@ -324,7 +324,7 @@ func (s *Store) ResourceGroupGrants(ctx context.Context, orgID, resourceID strin
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		grants, prefix := tx.Bucket(bucketGroupGrants), key(orgID, resourceID)
 		c := tx.Bucket(bucketGroupGrantsByResource).Cursor()
-		for k, group := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, group = c.Next() {
+		for k, group := c.Seek(prefix); k != nil && under(k, prefix); k, group = c.Next() {
 			rec, ok, err := get[groupGrantRecord](grants, key(orgID, string(group), resourceID))
 			if err != nil {
 				return err

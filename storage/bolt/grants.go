@@ -124,7 +124,7 @@ func deleteByResource(byResource, primary *bbolt.Bucket, orgID, resourceID strin
 	var indexKeys [][]byte
 	var holders []string
 	c := byResource.Cursor()
-	for k, holder := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, holder = c.Next() {
+	for k, holder := c.Seek(prefix); k != nil && under(k, prefix); k, holder = c.Next() {
 		indexKeys = append(indexKeys, bytes.Clone(k))
 		holders = append(holders, string(holder))
 	}

@@ -287,7 +287,7 @@ func leaveGroups(tx *bbolt.Tx, orgID, userID string, now int64) error {
 	// Keys are collected first: bbolt's cursor may skip keys if the bucket changes under it.
 	var indexKeys, groupKeys [][]byte
 	c := byMember.Cursor()
-	for k, groupKey := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, groupKey = c.Next() {
+	for k, groupKey := c.Seek(prefix); k != nil && under(k, prefix); k, groupKey = c.Next() {
 		indexKeys = append(indexKeys, bytes.Clone(k))
 		groupKeys = append(groupKeys, bytes.Clone(groupKey))
 	}
@@ -334,7 +334,7 @@ func (s *Store) UsersByExternalID(ctx context.Context, orgID, integrationID, ext
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := key(orgID, integrationID, externalID)
 		c := tx.Bucket(bucketUserExternalIDs).Cursor()
-		for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
+		for k, id := c.Seek(prefix); k != nil && under(k, prefix); k, id = c.Next() {
 			u, err := getUser(tx, orgID, string(id))
 			if err != nil {
 				return fmt.Errorf("external id index names user %s: %w", id, err)
@@ -358,7 +358,7 @@ func (s *Store) IntegrationUsers(ctx context.Context, orgID, integrationID strin
 		var ids []string
 		prefix := key(orgID, integrationID)
 		c := tx.Bucket(bucketUserEmails).Cursor()
-		for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
+		for k, id := c.Seek(prefix); k != nil && under(k, prefix); k, id = c.Next() {
 			ids = append(ids, string(id))
 		}
 		slices.Sort(ids)
@@ -497,7 +497,7 @@ func (s *Store) IntegrationGroups(ctx context.Context, orgID, integrationID stri
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := key(orgID, integrationID)
 		c := tx.Bucket(bucketGroups).Cursor()
-		for k, data := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, data = c.Next() {
+		for k, data := c.Seek(prefix); k != nil && under(k, prefix); k, data = c.Next() {
 			if total >= max(offset, 0) && (limit < 0 || len(recs) < limit) {
 				var rec groupRecord
 				if err := json.Unmarshal(data, &rec); err != nil {
@@ -600,7 +600,7 @@ func (s *Store) UserGroups(ctx context.Context, orgID, userID string) ([]storage
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := key(orgID, userID)
 		c := tx.Bucket(bucketGroupsByMember).Cursor()
-		for k, groupKey := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, groupKey = c.Next() {
+		for k, groupKey := c.Seek(prefix); k != nil && under(k, prefix); k, groupKey = c.Next() {
 			g, err := getGroup(tx, groupKey)
 			if err != nil {
 				return fmt.Errorf("member index names group %q: %w", groupKey, err)

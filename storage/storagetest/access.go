@@ -19,6 +19,43 @@ func testAccess(t *testing.T, open opener) {
 	t.Run("GrantExpiry", func(t *testing.T) { testGrantExpiry(t, open) })
 	t.Run("DeleteExpiredGrants", func(t *testing.T) { testDeleteExpiredGrants(t, open) })
 	t.Run("ListAPIKeys", func(t *testing.T) { testListAPIKeys(t, open) })
+	t.Run("IDsThatBeginWithAnother", func(t *testing.T) { testIDsThatBeginWithAnother(t, open) })
+}
+
+// testIDsThatBeginWithAnother checks that what belongs to one user or group is never read as
+// another's whose id it begins with and a zero byte: "a" is not "a\x00b". A store that keeps
+// records under joined ids must tell the one from the other, or a user would hold the grants
+// and groups of another.
+func testIDsThatBeginWithAnother(t *testing.T, open opener) {
+	s := open(t)
+	ctx := t.Context()
+	const a, ab = "a", "a\x00b"
+	withUsers(t, s, "org-1", at(0), a, ab)
+	for n := 1; n <= 3; n++ {
+		createResource(t, s, model("org-1", n, at(0)))
+	}
+	mine := grant(t, s, "org-1", a, rid(1), at(1))
+	theirs := grant(t, s, "org-1", ab, rid(2), at(1))
+	checkGrants(t, s, "org-1", map[string][]storage.Grant{a: {mine}, ab: {theirs}}, []storage.Grant{mine, theirs})
+
+	const g, gh = "g", "g\x00h"
+	noErr(t, "CreateGroup(g)", s.CreateGroup(ctx, plainGroup(g, "G", 1, a)))
+	noErr(t, "CreateGroup(g\\x00h)", s.CreateGroup(ctx, plainGroup(gh, "GH", 1, ab)))
+	setGroupGrant(t, s, groupGrant(gh, 3, 2))
+	for user, want := range map[string][]string{a: {g}, ab: {gh}} {
+		groups, err := s.UserGroups(ctx, "org-1", user)
+		noErr(t, fmt.Sprintf("UserGroups(%q)", user), err)
+		diff(t, fmt.Sprintf("UserGroups(%q)", user), want, groupIDs(groups))
+	}
+	checkGroupGrants(t, s, "org-1", []string{g}, nil)
+	checkGroupGrants(t, s, "org-1", []string{gh}, []storage.GroupGrant{groupGrant(gh, 3, 2)})
+
+	// Deleting a takes its grants and memberships, and none of a\x00b's.
+	noErr(t, "DeleteUser(a)", s.DeleteUser(ctx, "org-1", "int-org-1", a, at(3)))
+	checkGrants(t, s, "org-1", map[string][]storage.Grant{a: nil, ab: {theirs}}, []storage.Grant{theirs})
+	groups, err := s.UserGroups(ctx, "org-1", ab)
+	noErr(t, "UserGroups(a\\x00b) after deleting a", err)
+	diff(t, "UserGroups(a\\x00b) after deleting a", []string{gh}, groupIDs(groups))
 }
 
 // plainGroup is a group of org-1 that belongs to no integration.
