@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	bbolt "go.etcd.io/bbolt"
@@ -145,4 +146,30 @@ func integer(b []byte) bool {
 // scanGrants returns the grants whose keys start with prefix, through readGrant.
 func scanGrants(b *bbolt.Bucket, prefix []byte) ([]grantRecord, error) {
 	return scanWith(b, prefix, readGrant)
+}
+
+// userGrants is scanGrants of one user's grants, which a user's first check reads. Their
+// keys all begin with key(org, user), so only the resource id is read from each, and every
+// record shares the organization's and the user's id: one string a grant instead of three.
+func userGrants(b *bbolt.Bucket, orgID, userID string) ([]grantRecord, error) {
+	prefix := key(orgID, userID)
+	var out []grantRecord
+	var ids [1]string
+	c := b.Cursor()
+	for k, data := c.Seek(prefix); k != nil && under(k, prefix); k, data = c.Next() {
+		var r grantRecord
+		if err := decodeGrant(data, &r); err != nil {
+			return nil, fmt.Errorf("decode %q: %w", k, err)
+		}
+		parts, ok := splitKey(ids[:0], k[len(prefix):])
+		if !ok || len(parts) != 1 {
+			return nil, fmt.Errorf("decode %q: not a key of three ids", k)
+		}
+		r.OrgID, r.UserID, r.ResourceID = orgID, userID, parts[0]
+		if out == nil {
+			out = make([]grantRecord, 0, 16)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }

@@ -145,7 +145,7 @@ func (s *Store) UserGrants(ctx context.Context, orgID, userID string) ([]storage
 	var recs []grantRecord
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var err error
-		recs, err = scanGrants(tx.Bucket(bucketGrants), key(orgID, userID))
+		recs, err = userGrants(tx.Bucket(bucketGrants), orgID, userID)
 		return err
 	})
 	if err != nil {

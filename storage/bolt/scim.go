@@ -265,7 +265,7 @@ func (s *Store) DeleteUser(ctx context.Context, orgID, integrationID, id string,
 
 // deleteGrantsOfUser removes every grant of the user and its by-resource index entries.
 func deleteGrantsOfUser(tx *bbolt.Tx, orgID, userID string) error {
-	recs, err := scanGrants(tx.Bucket(bucketGrants), key(orgID, userID))
+	recs, err := userGrants(tx.Bucket(bucketGrants), orgID, userID)
 	if err != nil {
 		return err
 	}
