@@ -150,8 +150,7 @@ func (s *Store) ResourceGrants(ctx context.Context, orgID, resourceID string) ([
 	var out []storage.Grant
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		grants, prefix := tx.Bucket(bucketGrants), key(orgID, resourceID)
-		c := tx.Bucket(bucketGrantsByResource).Cursor()
-		for k, user := c.Seek(prefix); k != nil && under(k, prefix); k, user = c.Next() {
+		for _, user := range under(tx.Bucket(bucketGrantsByResource), prefix) {
 			rec, ok, err := getGrant(grants, key(orgID, string(user), resourceID))
 			if err != nil {
 				return err
@@ -323,8 +322,7 @@ func (s *Store) ResourceGroupGrants(ctx context.Context, orgID, resourceID strin
 	var out []storage.GroupGrant
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		grants, prefix := tx.Bucket(bucketGroupGrants), key(orgID, resourceID)
-		c := tx.Bucket(bucketGroupGrantsByResource).Cursor()
-		for k, group := c.Seek(prefix); k != nil && under(k, prefix); k, group = c.Next() {
+		for _, group := range under(tx.Bucket(bucketGroupGrantsByResource), prefix) {
 			rec, ok, err := get[groupGrantRecord](grants, key(orgID, string(group), resourceID))
 			if err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"time"
@@ -229,14 +230,25 @@ func splitKey(parts []string, k []byte) (_ []string, ok bool) {
 	return parts, start == len(k) && part == nil // else not ended by a separator
 }
 
-// under reports whether k is a key under prefix, which key made of leading parts: k begins
-// with prefix, and its next part does not begin with an escaped zero byte, which would make
-// prefix's last part the beginning of a longer one. User "a" has the prefix key(org, "a"), and
-// user "a\x00b"'s keys begin with those bytes too. Keys of such a longer part sort after every
-// other key beginning with prefix (0xff is above every byte of UTF-8 text, which ids are), so a scan of
-// prefix can end at the first key that is not under it.
-func under(k, prefix []byte) bool {
-	return bytes.HasPrefix(k, prefix) && (len(k) == len(prefix) || k[len(prefix)] != 0xff)
+// under yields, in key order, the keys of b under prefix (key of leading parts) and their
+// values. A key is under prefix if it begins with it and its next part does not begin with an
+// escaped zero byte, which would make prefix's last part the beginning of a longer one: user
+// "a" has the prefix key(org, "a"), and user "a\x00b"'s keys begin with those bytes too. Keys
+// of such a longer part sort after every other key beginning with prefix (0xff is above every
+// byte of UTF-8 text, which ids are), so the scan ends at the first key that is not under it.
+// Every scan of a prefix goes through here.
+func under(b *bbolt.Bucket, prefix []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func(k, v []byte) bool) {
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(k) > len(prefix) && k[len(prefix)] == 0xff {
+				return
+			}
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 // get decodes the value at k in b into a T; ok is false if there is none.
@@ -274,8 +286,7 @@ func scan[T any](b *bbolt.Bucket, prefix []byte) ([]T, error) {
 // scanWith is scan with decode, which is given the key too, instead of encoding/json.
 func scanWith[T any](b *bbolt.Bucket, prefix []byte, decode func(k, data []byte) (T, error)) ([]T, error) {
 	var out []T
-	c := b.Cursor()
-	for k, data := c.Seek(prefix); k != nil && under(k, prefix); k, data = c.Next() {
+	for k, data := range under(b, prefix) {
 		v, err := decode(k, data)
 		if err != nil {
 			return nil, err

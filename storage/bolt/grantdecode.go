@@ -153,23 +153,17 @@ func scanGrants(b *bbolt.Bucket, prefix []byte) ([]grantRecord, error) {
 // record shares the organization's and the user's id: one string a grant instead of three.
 func userGrants(b *bbolt.Bucket, orgID, userID string) ([]grantRecord, error) {
 	prefix := key(orgID, userID)
-	var out []grantRecord
 	var ids [1]string
-	c := b.Cursor()
-	for k, data := c.Seek(prefix); k != nil && under(k, prefix); k, data = c.Next() {
+	return scanWith(b, prefix, func(k, data []byte) (grantRecord, error) {
 		var r grantRecord
 		if err := decodeGrant(data, &r); err != nil {
-			return nil, fmt.Errorf("decode %q: %w", k, err)
+			return r, fmt.Errorf("decode %q: %w", k, err)
 		}
 		parts, ok := splitKey(ids[:0], k[len(prefix):])
 		if !ok || len(parts) != 1 {
-			return nil, fmt.Errorf("decode %q: not a key of three ids", k)
+			return r, fmt.Errorf("decode %q: not a key of three ids", k)
 		}
 		r.OrgID, r.UserID, r.ResourceID = orgID, userID, parts[0]
-		if out == nil {
-			out = make([]grantRecord, 0, 16)
-		}
-		out = append(out, r)
-	}
-	return out, nil
+		return r, nil
+	})
 }

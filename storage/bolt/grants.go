@@ -123,8 +123,7 @@ func deleteByResource(byResource, primary *bbolt.Bucket, orgID, resourceID strin
 	// Keys are collected first: bbolt's cursor may skip keys if the bucket changes under it.
 	var indexKeys [][]byte
 	var holders []string
-	c := byResource.Cursor()
-	for k, holder := c.Seek(prefix); k != nil && under(k, prefix); k, holder = c.Next() {
+	for k, holder := range under(byResource, prefix) {
 		indexKeys = append(indexKeys, bytes.Clone(k))
 		holders = append(holders, string(holder))
 	}

@@ -286,8 +286,7 @@ func leaveGroups(tx *bbolt.Tx, orgID, userID string, now int64) error {
 	prefix := key(orgID, userID)
 	// Keys are collected first: bbolt's cursor may skip keys if the bucket changes under it.
 	var indexKeys, groupKeys [][]byte
-	c := byMember.Cursor()
-	for k, groupKey := c.Seek(prefix); k != nil && under(k, prefix); k, groupKey = c.Next() {
+	for k, groupKey := range under(byMember, prefix) {
 		indexKeys = append(indexKeys, bytes.Clone(k))
 		groupKeys = append(groupKeys, bytes.Clone(groupKey))
 	}
@@ -333,8 +332,7 @@ func (s *Store) UsersByExternalID(ctx context.Context, orgID, integrationID, ext
 	var out []storage.User
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := key(orgID, integrationID, externalID)
-		c := tx.Bucket(bucketUserExternalIDs).Cursor()
-		for k, id := c.Seek(prefix); k != nil && under(k, prefix); k, id = c.Next() {
+		for _, id := range under(tx.Bucket(bucketUserExternalIDs), prefix) {
 			u, err := getUser(tx, orgID, string(id))
 			if err != nil {
 				return fmt.Errorf("external id index names user %s: %w", id, err)
@@ -357,8 +355,7 @@ func (s *Store) IntegrationUsers(ctx context.Context, orgID, integrationID strin
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		var ids []string
 		prefix := key(orgID, integrationID)
-		c := tx.Bucket(bucketUserEmails).Cursor()
-		for k, id := c.Seek(prefix); k != nil && under(k, prefix); k, id = c.Next() {
+		for _, id := range under(tx.Bucket(bucketUserEmails), prefix) {
 			ids = append(ids, string(id))
 		}
 		slices.Sort(ids)
@@ -496,8 +493,7 @@ func (s *Store) IntegrationGroups(ctx context.Context, orgID, integrationID stri
 	var total int
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := key(orgID, integrationID)
-		c := tx.Bucket(bucketGroups).Cursor()
-		for k, data := c.Seek(prefix); k != nil && under(k, prefix); k, data = c.Next() {
+		for k, data := range under(tx.Bucket(bucketGroups), prefix) {
 			if total >= max(offset, 0) && (limit < 0 || len(recs) < limit) {
 				var rec groupRecord
 				if err := json.Unmarshal(data, &rec); err != nil {
@@ -599,8 +595,7 @@ func (s *Store) UserGroups(ctx context.Context, orgID, userID string) ([]storage
 	var out []storage.Group
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := key(orgID, userID)
-		c := tx.Bucket(bucketGroupsByMember).Cursor()
-		for k, groupKey := c.Seek(prefix); k != nil && under(k, prefix); k, groupKey = c.Next() {
+		for _, groupKey := range under(tx.Bucket(bucketGroupsByMember), prefix) {
 			g, err := getGroup(tx, groupKey)
 			if err != nil {
 				return fmt.Errorf("member index names group %q: %w", groupKey, err)
