@@ -23,12 +23,7 @@ func TestHealthcheck(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer failing.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := unusedAddr(t)
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(healthy.URL, "http://"))
 
 	tests := []struct {

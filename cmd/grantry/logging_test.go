@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,12 +13,7 @@ import (
 // start without GRANTRY_SECRET_KEY warns of the key file it made), its info lines are not —
 // neither the start-up lines nor an access line a request.
 func TestLogLevelWarn(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := unusedAddr(t)
 	env := map[string]string{"GRANTRY_DATA_DIR": t.TempDir(), "GRANTRY_ADDR": addr, "GRANTRY_LOG_LEVEL": "warn"}
 	ctx, cancel := context.WithCancel(context.Background())
 	stderr := &syncBuffer{}
