@@ -1,8 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
 )
 
@@ -60,6 +63,39 @@ func TestIsUUID(t *testing.T) {
 	for s, want := range tests {
 		if got := isUUID(s); got != want {
 			t.Errorf("isUUID(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestReadAll reads bodies of every size whole, whether their length was announced or not and
+// however the reader hands them out, passes a reader's error on, and allocates no more than an
+// announced length needs.
+func TestReadAll(t *testing.T) {
+	errRead := errors.New("connection reset")
+	for _, size := range []int{0, 1, 80, 511, 512, 513, 4096, maxPrealloc + 10} {
+		body := bytes.Repeat([]byte("x"), size)
+		tests := []struct {
+			name string
+			r    io.Reader
+			n    int64
+		}{
+			{"announced", bytes.NewReader(body), int64(size)},
+			{"unknown length", bytes.NewReader(body), -1},
+			{"a byte a read", iotest.OneByteReader(bytes.NewReader(body)), int64(size)},
+			{"data with EOF", iotest.DataErrReader(bytes.NewReader(body)), int64(size)},
+		}
+		for _, tc := range tests {
+			got, err := readAll(tc.r, tc.n)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Errorf("%d bytes, %s: read %d bytes, %v", size, tc.name, len(got), err)
+			}
+			if tc.n >= 0 && size <= maxPrealloc && cap(got) > size+1 {
+				t.Errorf("%d bytes, %s: a buffer of %d bytes", size, tc.name, cap(got))
+			}
+		}
+		r := io.MultiReader(bytes.NewReader(body), iotest.ErrReader(errRead))
+		if _, err := readAll(r, int64(size)); !errors.Is(err, errRead) {
+			t.Errorf("%d bytes then an error: err = %v, want %v", size, err, errRead)
 		}
 	}
 }
