@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -29,6 +28,8 @@ var bucketDecisions = []byte("decisions") // org, id → decisionRecord
 // pruning a large backlog never holds the write lock, or memory, for long.
 const pruneChunk = 5000
 
+// decisionRecord is a decision as stored: in the compact form of decisionformat.go, or as the
+// JSON of these tags, which earlier versions wrote.
 type decisionRecord struct {
 	ID             string   `json:"id"`
 	OrgID          string   `json:"org_id"`
@@ -64,19 +65,24 @@ func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decisio
 		// New decisions go to the end of their organization's range: pages filled fuller
 		// than bbolt's default half split less often and are fewer to write.
 		primary.FillPercent = 0.9
-		var buf []byte
+		// One cursor finds whether each id is stored already: Get makes one a call.
+		c := primary.Cursor()
+		// The values share one array, sized for a check's decision: Put keeps a reference to
+		// its value until the transaction commits, and a value is never written again once
+		// put (when the array grows, those put before keep the old one).
+		values := make([]byte, 0, 128*len(decisions))
 		for _, d := range decisions {
 			k := key(d.OrgID, d.ID)
-			if primary.Get(k) != nil {
+			if found, _ := c.Seek(k); bytes.Equal(found, k) {
 				continue
 			}
-			buf = decisionRecord{
-				ID: d.ID, OrgID: d.OrgID, Time: millis(d.Time), RequestID: d.RequestID, APIKeyID: d.APIKeyID,
+			n := len(values)
+			values = decisionRecord{
+				Time: millis(d.Time), RequestID: d.RequestID, APIKeyID: d.APIKeyID,
 				Endpoint: d.Endpoint, UserID: d.UserID, ResourceIDs: d.ResourceIDs, Allowed: d.Allowed,
 				PolicyRevision: d.PolicyRevision, DurationMicros: d.Duration.Microseconds(),
-			}.appendJSON(buf[:0])
-			// Put keeps a reference to the value until the transaction commits.
-			if err := primary.Put(k, bytes.Clone(buf)); err != nil {
+			}.appendBinary(values)
+			if err := primary.Put(k, values[n:len(values):len(values)]); err != nil {
 				return fmt.Errorf("put %q: %w", k, err)
 			}
 		}
@@ -92,12 +98,17 @@ func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decisio
 // from f.Cursor or f.Until back to f.Since. A decision whose stored bytes do not hold the user or
 // resource asked about is skipped without being decoded.
 func (s *Store) ListDecisions(ctx context.Context, orgID string, f storage.DecisionFilter) ([]storage.Decision, error) {
-	var needles [][]byte
-	if f.UserID != "" {
-		needles = append(needles, jsonString(f.UserID))
-	}
-	if f.SvcID != "" {
-		needles = append(needles, jsonString(f.SvcID))
+	// A value that holds a string holds it as its form writes it: packed, or, in a value
+	// written as JSON, quoted as encoding/json quotes it.
+	var packed, quoted [][]byte
+	for _, s := range []string{f.UserID, f.SvcID} {
+		if s != "" {
+			q, err := json.Marshal(s)
+			if err != nil {
+				return nil, fmt.Errorf("list decisions: %w", err)
+			}
+			packed, quoted = append(packed, appendPacked(nil, s)), append(quoted, q)
+		}
 	}
 	var out []storage.Decision
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
@@ -107,14 +118,18 @@ func (s *Store) ListDecisions(ctx context.Context, orgID string, f storage.Decis
 			if err := ctx.Err(); err != nil {
 				return false, err
 			}
+			needles := packed
+			if len(data) > 0 && data[0] == '{' {
+				needles = quoted
+			}
 			for _, n := range needles {
 				if !bytes.Contains(data, n) {
 					return true, nil
 				}
 			}
-			var r decisionRecord
-			if err := json.Unmarshal(data, &r); err != nil {
-				return false, fmt.Errorf("decode decision %s: %w", id, err)
+			r, err := readDecision(orgID, id, data)
+			if err != nil {
+				return false, err
 			}
 			if (f.UserID == "" || r.UserID == f.UserID) &&
 				(f.SvcID == "" || slices.Contains(r.ResourceIDs, f.SvcID)) &&
@@ -128,72 +143,6 @@ func (s *Store) ListDecisions(ctx context.Context, orgID string, f storage.Decis
 		return nil, fmt.Errorf("list decisions: %w", err)
 	}
 	return out, nil
-}
-
-// jsonString is s as encoding/json writes it in a record, quotes included: a record that holds
-// s as a value holds these bytes.
-func jsonString(s string) []byte {
-	return appendJSONString(nil, s)
-}
-
-// appendJSON appends the record as encoding/json encodes it, byte for byte, without
-// reflection: every access check writes one.
-func (r decisionRecord) appendJSON(b []byte) []byte {
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, r.ID)
-	b = append(b, `,"org_id":`...)
-	b = appendJSONString(b, r.OrgID)
-	b = append(b, `,"time":`...)
-	b = strconv.AppendInt(b, r.Time, 10)
-	if r.RequestID != "" {
-		b = append(b, `,"request_id":`...)
-		b = appendJSONString(b, r.RequestID)
-	}
-	if r.APIKeyID != "" {
-		b = append(b, `,"api_key_id":`...)
-		b = appendJSONString(b, r.APIKeyID)
-	}
-	b = append(b, `,"endpoint":`...)
-	b = appendJSONString(b, r.Endpoint)
-	b = append(b, `,"user_id":`...)
-	b = appendJSONString(b, r.UserID)
-	b = append(b, `,"resource_ids":`...)
-	if r.ResourceIDs == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, id := range r.ResourceIDs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, id)
-		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"allowed":`...)
-	b = strconv.AppendBool(b, r.Allowed)
-	b = append(b, `,"policy_revision":`...)
-	b = appendJSONString(b, r.PolicyRevision)
-	b = append(b, `,"duration_us":`...)
-	b = strconv.AppendInt(b, r.DurationMicros, 10)
-	return append(b, '}')
-}
-
-// appendJSONString appends s quoted as encoding/json quotes it. Printable ASCII that needs no
-// escape is copied; anything else is left to encoding/json, so the two never differ.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			quoted, err := json.Marshal(s)
-			if err != nil {
-				panic(err) // a string always encodes
-			}
-			return append(b, quoted...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // DeleteDecisionsBefore removes every organization's decisions older than t, a chunk per
