@@ -2,7 +2,9 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -25,7 +27,7 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.writeError(c, errNotAuthenticated)
 		return
 	}
-	key, err := s.keys.lookup(c.Request.Context(), apikey.Hash(token))
+	key, err := s.keys.lookup(c.Request.Context(), apikey.Sum(token))
 	if errors.Is(err, storage.ErrNotFound) {
 		err = errNotAuthenticated
 	}
@@ -33,10 +35,9 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.Set(ctxOrgID, key.OrgID)
-	c.Set(ctxKeyID, key.ID)
-	c.Set(ctxKeyScope, key.Scope)
-	setActor(c, storage.Actor{Kind: storage.ActorAPIKey, ID: key.ID})
+	r := requestOf(c)
+	r.orgID, r.keyID, r.keyScope = key.OrgID, key.ID, key.Scope
+	r.setCaller(storage.Actor{Kind: storage.ActorAPIKey, ID: key.ID})
 	c.Next()
 }
 
@@ -51,7 +52,7 @@ func (s *Server) adminOnly(c *gin.Context) {
 		s.writeError(c, errNotAuthenticated)
 		return
 	}
-	setActor(c, storage.Actor{Kind: storage.ActorAdmin})
+	requestOf(c).setCaller(storage.Actor{Kind: storage.ActorAdmin})
 	c.Next()
 }
 
@@ -61,7 +62,7 @@ type keyCache struct {
 	store storage.OrgStore
 	now   func() time.Time
 	mu    sync.RWMutex
-	keys  map[string]cachedKey
+	keys  map[[sha256.Size]byte]cachedKey // by the key's digest, apikey.Sum
 }
 
 type cachedKey struct {
@@ -70,21 +71,23 @@ type cachedKey struct {
 }
 
 func newKeyCache(store storage.OrgStore, now func() time.Time) *keyCache {
-	return &keyCache{store: store, now: now, keys: map[string]cachedKey{}}
+	return &keyCache{store: store, now: now, keys: map[[sha256.Size]byte]cachedKey{}}
 }
 
-func (kc *keyCache) lookup(ctx context.Context, hash string) (storage.APIKey, error) {
+// lookup finds the key whose digest is sum, in the cache or the store (by its hexadecimal
+// form, apikey.Hash, which only a miss makes).
+func (kc *keyCache) lookup(ctx context.Context, sum [sha256.Size]byte) (storage.APIKey, error) {
 	now := kc.now()
 	kc.mu.RLock()
-	e, ok := kc.keys[hash]
+	e, ok := kc.keys[sum]
 	kc.mu.RUnlock()
 	if ok && now.Before(e.expires) {
 		return e.key, nil
 	}
-	key, err := kc.store.APIKeyByHash(ctx, hash)
+	key, err := kc.store.APIKeyByHash(ctx, hex.EncodeToString(sum[:]))
 	if err != nil {
 		kc.mu.Lock()
-		delete(kc.keys, hash)
+		delete(kc.keys, sum)
 		kc.mu.Unlock()
 		return storage.APIKey{}, fmt.Errorf("look up API key: %w", err)
 	}
@@ -96,7 +99,7 @@ func (kc *keyCache) lookup(ctx context.Context, hash string) (storage.APIKey, er
 			}
 		}
 	}
-	kc.keys[hash] = cachedKey{key: key, expires: now.Add(keyTTL)}
+	kc.keys[sum] = cachedKey{key: key, expires: now.Add(keyTTL)}
 	kc.mu.Unlock()
 	return key, nil
 }

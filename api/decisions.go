@@ -34,7 +34,7 @@ func (s *Server) logDecision(c *gin.Context, start time.Time, endpoint, userID s
 		Time:           now,
 		RequestID:      requestID(c),
 		OrgID:          orgID(c),
-		APIKeyID:       c.GetString(ctxKeyID),
+		APIKeyID:       requestOf(c).keyID,
 		Endpoint:       endpoint,
 		UserID:         userID,
 		ResourceIDs:    resourceIDs,

@@ -12,20 +12,14 @@ import (
 	"github.com/grantry/grantry/internal/uid"
 )
 
-// Keys of the values middleware leaves in the Gin context.
-const (
-	ctxRequestID = "grantry.request_id"
-	ctxOrgID     = "grantry.org_id"
-	ctxKeyID     = "grantry.key_id"
-)
-
 // requestID echoes the client's X-Request-ID when it is a sane one, and makes one otherwise.
+// As the first middleware, it gives the request its requestContext.
 func (s *Server) requestID(c *gin.Context) {
 	id := c.GetHeader("X-Request-ID")
 	if !validRequestID(id) {
 		id = uid.New()
 	}
-	c.Set(ctxRequestID, id)
+	c.Request = c.Request.WithContext(&requestContext{Context: c.Request.Context(), id: id})
 	c.Header("X-Request-ID", id)
 	c.Next()
 }
@@ -42,10 +36,10 @@ func validRequestID(id string) bool {
 	return true
 }
 
-func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+func requestID(c *gin.Context) string { return requestOf(c).id }
 
-// orgID is the organization the request's API key belongs to.
-func orgID(c *gin.Context) string { return c.GetString(ctxOrgID) }
+// orgID is the organization the request's API key (or SCIM token) belongs to.
+func orgID(c *gin.Context) string { return requestOf(c).orgID }
 
 // accessLog writes one line per request. It never logs headers or bodies, so no key, token or
 // third-party secret can reach the log.

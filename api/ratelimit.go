@@ -89,7 +89,7 @@ func (s *Server) rateLimit(c *gin.Context) {
 		c.Next()
 		return
 	}
-	if ok, wait := s.limiter.take(c.GetString(ctxKeyID)); !ok {
+	if ok, wait := s.limiter.take(requestOf(c).keyID); !ok {
 		s.writeError(c, &Error{
 			Status:     http.StatusTooManyRequests,
 			Detail:     "Too many requests with this API key; retry later.",

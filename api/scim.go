@@ -23,9 +23,6 @@ const scimBasePath = "/scim/v2"
 // scimContentType is the media type of every SCIM response (RFC 7644 §3.1).
 const scimContentType = "application/scim+json"
 
-// ctxSCIMIntegration is the key of the SCIM integration a request's token belongs to.
-const ctxSCIMIntegration = "grantry.scim_integration"
-
 // The paging limits of SCIM lists: a list without count gets scimDefaultCount resources, and
 // none gets more than scimMaxResults (the filter.maxResults of ServiceProviderConfig).
 const (
@@ -91,14 +88,14 @@ func (s *Server) scimAuthenticate(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.Set(ctxOrgID, t.OrgID)
-	c.Set(ctxSCIMIntegration, t.IntegrationID)
-	setActor(c, storage.Actor{Kind: storage.ActorSCIMToken, ID: t.ID})
+	r := requestOf(c)
+	r.orgID, r.scimIntegration = t.OrgID, t.IntegrationID
+	r.setCaller(storage.Actor{Kind: storage.ActorSCIMToken, ID: t.ID})
 	c.Next()
 }
 
 // scimIntegration is the SCIM integration the request's token belongs to.
-func scimIntegration(c *gin.Context) string { return c.GetString(ctxSCIMIntegration) }
+func scimIntegration(c *gin.Context) string { return requestOf(c).scimIntegration }
 
 // isSCIM reports whether the request is for the SCIM service provider, whose errors take
 // SCIM's shape.

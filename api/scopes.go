@@ -13,9 +13,6 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// ctxKeyScope is the key of the scope of the request's API key in the Gin context.
-const ctxKeyScope = "grantry.key_scope"
-
 // checkScopeWrites are the calls with a body that a key of scope check may make: the checks
 // and their explanation, which read and change nothing. Every GET but key management is open
 // to it too. Routes are Gin's patterns.
@@ -54,7 +51,7 @@ func scopeAllows(scope, method, route string) bool {
 // It runs after authentication and before the handler reads the body, so that a refused call
 // changes nothing and reveals nothing of its body's validity.
 func (s *Server) authorize(c *gin.Context) {
-	scope := c.GetString(ctxKeyScope)
+	scope := requestOf(c).keyScope
 	if !scopeAllows(scope, c.Request.Method, c.FullPath()) {
 		s.writeError(c, &Error{Status: http.StatusForbidden, Detail: fmt.Sprintf("This API key's scope (%s) does not allow this call.", scope)})
 		return

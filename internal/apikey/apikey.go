@@ -29,9 +29,13 @@ func Generate() string {
 
 // Hash returns the lowercase hex SHA-256 of a key: the only form in which keys are stored.
 func Hash(key string) string {
-	sum := sha256.Sum256([]byte(key))
+	sum := Sum(key)
 	return hex.EncodeToString(sum[:])
 }
+
+// Sum is the SHA-256 digest of key, whose hexadecimal form is Hash: a fixed-size value, to find
+// a key in memory without making a string of its hash.
+func Sum(key string) [sha256.Size]byte { return sha256.Sum256([]byte(key)) }
 
 // Display returns the non-secret leading characters of a key.
 func Display(key string) string {

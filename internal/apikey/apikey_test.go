@@ -1,6 +1,7 @@
 package apikey
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,9 @@ func TestHash(t *testing.T) {
 	// sha256("abc"), a published test vector.
 	if got, want := Hash("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"; got != want {
 		t.Errorf("Hash(abc) = %s, want %s", got, want)
+	}
+	if sum := Sum("abc"); fmt.Sprintf("%x", sum) != Hash("abc") {
+		t.Errorf("Sum(abc) = %x, want the digest Hash spells", sum)
 	}
 }
 
