@@ -95,18 +95,20 @@ type question struct {
 	hash uint64 // of all and ids, to find a remembered answer without building a key
 }
 
-// newQuestion hashes a question with seed.
+// newQuestion hashes a question with seed: each id on its own, mixed in order. Hashing the
+// ids as one stream (maphash.Hash, with a separator after each) cost about 2.2 µs for a
+// can_user_access_all of 100 tags, more than the rest of its decision. Any hash would do for
+// correctness: a remembered decision's ids are compared, so two questions of one hash cost a
+// miss, never a wrong answer.
 func newQuestion(seed maphash.Seed, all bool, ids []string) question {
-	var h maphash.Hash
-	h.SetSeed(seed)
+	h := uint64(len(ids))
 	if all {
-		h.WriteByte(1)
+		h |= 1 << 63
 	}
 	for _, id := range ids {
-		h.WriteString(id)
-		h.WriteByte(0)
+		h = (h ^ maphash.String(seed, id)) * 0x100000001b3 // FNV-1a's prime
 	}
-	return question{all: all, ids: ids, hash: h.Sum64()}
+	return question{all: all, ids: ids, hash: h}
 }
 
 // memoDecision is a decision remembered for one question about the user. The question's ids
