@@ -164,28 +164,31 @@ func (d *decoder) fail() {
 	d.b, d.ok = nil, false
 }
 
-func (d *decoder) byte() byte {
-	if len(d.b) == 0 {
+// take returns the next n bytes, or nil, failing, if fewer are left.
+func (d *decoder) take(n uint64) []byte {
+	if n > uint64(len(d.b)) {
 		d.fail()
-		return 0
+		return nil
 	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail()
-		return 0
-	}
+	data := d.b[:n]
 	d.b = d.b[n:]
-	return v
+	return data
 }
 
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
+func (d *decoder) byte() byte {
+	if b := d.take(1); b != nil {
+		return b[0]
+	}
+	return 0
+}
+
+func (d *decoder) varint() int64 { return number(d, binary.Varint) }
+
+func (d *decoder) uvarint() uint64 { return number(d, binary.Uvarint) }
+
+// number reads a varint or uvarint, as read decodes it.
+func number[T int64 | uint64](d *decoder, read func([]byte) (T, int)) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail()
 		return 0
@@ -198,31 +201,16 @@ func (d *decoder) uvarint() uint64 {
 func (d *decoder) packed() string {
 	h := d.uvarint()
 	size := h >> 2
-	var need uint64
-	switch h & 3 {
-	case packedRaw:
-		need = size
-	case packedUUID:
-		if size != 36 {
-			d.fail()
-		}
-		need = 16
-	case packedHex:
-		if size == 0 || size%2 != 0 {
-			d.fail()
-		}
-		need = size / 2
-	default:
-		d.fail()
-	}
-	if !d.ok || need > uint64(len(d.b)) {
-		d.fail()
+	switch form := h & 3; {
+	case !d.ok:
 		return ""
-	}
-	data := d.b[:need]
-	d.b = d.b[need:]
-	switch h & 3 {
-	case packedUUID:
+	case form == packedRaw:
+		return string(d.take(size))
+	case form == packedUUID && size == 36:
+		data := d.take(16)
+		if data == nil {
+			return ""
+		}
 		var u [36]byte
 		hex.Encode(u[0:8], data[0:4])
 		hex.Encode(u[9:13], data[4:6])
@@ -231,8 +219,9 @@ func (d *decoder) packed() string {
 		hex.Encode(u[24:36], data[10:16])
 		u[8], u[13], u[18], u[23] = '-', '-', '-', '-'
 		return string(u[:])
-	case packedHex:
-		return hex.EncodeToString(data)
+	case form == packedHex && size > 0 && size%2 == 0:
+		return hex.EncodeToString(d.take(size / 2))
 	}
-	return string(data)
+	d.fail()
+	return ""
 }
