@@ -17,17 +17,19 @@ import (
 //
 // It replaces values in gin's Keys (a map and a boxed value each) and a context.WithDeadline
 // and a context.WithValue each followed by a copy of the http.Request: a check made over 600
-// bytes of garbage with them. Its fields other than the deadline's are written only by the
-// middleware, before the handler runs, on the goroutine that serves the request.
+// bytes of garbage with them. Its fields above mu are written only by the middleware, before
+// the handler runs, on the goroutine that serves the request, so they need no lock: whatever
+// reads them later, on that goroutine or one it starts, sees them.
 type requestContext struct {
 	context.Context // the request's own (net/http's)
 
 	id, orgID, keyID, keyScope, scimIntegration string
 
-	mu       sync.Mutex
 	caller   context.Context // the parent with the caller's values (setCaller); nil until then
 	deadline time.Time       // zero: none
-	timed    context.Context // made by Done when there is a deadline
+
+	mu       sync.Mutex
+	timed    context.Context // made by Done
 	stop     context.CancelFunc
 	canceled bool
 }
@@ -49,24 +51,18 @@ func requestOf(c *gin.Context) *requestContext {
 }
 
 func (r *requestContext) Value(key any) any {
-	if key == (requestContextKey{}) {
+	switch {
+	case key == (requestContextKey{}):
 		return r
-	}
-	r.mu.Lock()
-	caller := r.caller
-	r.mu.Unlock()
-	if caller != nil {
-		return caller.Value(key)
+	case r.caller != nil:
+		return r.caller.Value(key)
 	}
 	return r.Context.Value(key)
 }
 
 // setCaller makes the caller, and the request's id, known to the store through the context.
 func (r *requestContext) setCaller(a storage.Actor) {
-	caller := storage.WithRequestID(storage.WithActor(r.Context, a), r.id)
-	r.mu.Lock()
-	r.caller = caller
-	r.mu.Unlock()
+	r.caller = storage.WithRequestID(storage.WithActor(r.Context, a), r.id)
 }
 
 // The deadline is context.WithDeadline's without its cost where nothing waits on it. The
@@ -75,8 +71,9 @@ func (r *requestContext) setCaller(a storage.Actor) {
 // call reads Err at most (the embedded store, at the start of each call), which this one
 // answers from the clock. The timer is made when something first asks for Done (the MongoDB
 // driver, a policy evaluation), from the same deadline. After cancel, Err is
-// context.Canceled and Done is closed, as with the standard one. Without a deadline, the
-// context is its parent's as to when it is done.
+// context.Canceled and Done is closed, as with the standard one. Without a deadline (the
+// deadline middleware, the one caller of cancel, is off), the context is done when its parent
+// is.
 
 func (r *requestContext) Deadline() (time.Time, bool) {
 	if r.deadline.IsZero() {
@@ -86,17 +83,13 @@ func (r *requestContext) Deadline() (time.Time, bool) {
 }
 
 func (r *requestContext) Done() <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.deadline.IsZero() && !r.canceled {
+	if r.deadline.IsZero() {
 		return r.Context.Done()
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.timed == nil {
-		if r.deadline.IsZero() {
-			r.timed, r.stop = context.WithCancel(r.Context)
-		} else {
-			r.timed, r.stop = context.WithDeadline(r.Context, r.deadline)
-		}
+		r.timed, r.stop = context.WithDeadline(r.Context, r.deadline)
 		if r.canceled {
 			r.stop()
 		}
@@ -119,7 +112,7 @@ func (r *requestContext) Err() error {
 	return nil
 }
 
-// cancel ends the context when the request is done.
+// cancel ends the context, given a deadline, when the request is done.
 func (r *requestContext) cancel() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -139,9 +132,7 @@ func (s *Server) deadline(c *gin.Context) {
 		return
 	}
 	r := requestOf(c)
-	r.mu.Lock()
 	r.deadline = time.Now().Add(s.requestTimeout)
-	r.mu.Unlock()
 	defer r.cancel()
 	c.Next()
 }
