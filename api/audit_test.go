@@ -524,7 +524,7 @@ func TestAuditQueryValidation(t *testing.T) {
 // BenchmarkCheckDecisionLog is what logging costs a check: the same check with no decision log
 // and with one writing to the embedded store, as `grantry serve` runs it.
 func BenchmarkCheckDecisionLog(b *testing.B) {
-	f, key, resources := benchFixture(b)
+	f, _, key, resources := benchFixture(b)
 	engine, err := policy.New(b.Context(), policy.Embedded())
 	if err != nil {
 		b.Fatal(err)

@@ -223,7 +223,7 @@ func repeatAny(v any, n int) []any {
 // one can_user_access at a time, on the benchmark organization (users holding 50 and 100 of
 // 5,000 resources). Both report the time of all 1,000 checks per op.
 func BenchmarkCheckBatch(b *testing.B) {
-	f, key, resources := benchFixture(b)
+	f, _, key, resources := benchFixture(b)
 	items := make([]batchItem, 1000)
 	for i := range items {
 		items[i] = batchItem{UserID: []string{"holds-50", "holds-100"}[i%2], SvcID: resources[(i*7)%200]}

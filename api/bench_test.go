@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/internal/config"
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
 )
@@ -24,10 +26,10 @@ var benchUsers = []benchUser{{"holds-50", 50}, {"holds-100", 100}, {"holds-5000"
 // benchFixture is a server whose organization has 5,000 resources and the users of benchUsers,
 // each holding the first n resources. The data goes straight into the embedded store through its
 // Loader: granting 5,000 resources through the API would take a commit each.
-func benchFixture(b *testing.B) (f *fixture, key string, resources []string) {
+func benchFixture(b *testing.B, opts ...fixtureOption) (f *fixture, org, key string, resources []string) {
 	b.Helper()
-	f = newFixture(b)
-	org, key := f.org("bench")
+	f = newFixture(b, opts...)
+	org, key = f.org("bench")
 	store, ok := f.store.(*bolt.Store)
 	if !ok {
 		b.Fatalf("fixture store is a %T, want the embedded store", f.store)
@@ -58,7 +60,7 @@ func benchFixture(b *testing.B) (f *fixture, key string, resources []string) {
 		}
 	}
 	must(l.Flush(ctx))
-	return f, key, resources
+	return f, org, key, resources
 }
 
 // serveLoop sends the same request through Server.ServeHTTP on every iteration, each into a new
@@ -92,7 +94,7 @@ func serveLoop(b *testing.B, f *fixture, key, path string, body any, want string
 // store. Issue 8 compares its cases: a user holding 5,000 grants against one holding 50, and
 // can_user_access_all over 100 tags against a single check of the same user.
 func BenchmarkCheck(b *testing.B) {
-	f, key, resources := benchFixture(b)
+	f, _, key, resources := benchFixture(b)
 	tags := func(n int) []string { return resources[:n] }
 	tests := []struct {
 		name string
@@ -108,4 +110,56 @@ func BenchmarkCheck(b *testing.B) {
 	for _, tc := range tests {
 		b.Run(tc.name, func(b *testing.B) { serveLoop(b, f, key, tc.path, tc.body, "true") })
 	}
+}
+
+// BenchmarkCheckNewUser measures a check of a user the server does not have in memory, as
+// nearly every check of a million-user organization is: 2,000 users of 20 grants each, asked
+// about in turn by a server that keeps 16 of them (and every resource), with the binary's
+// request deadline, so that each check reads the user's facts from the store and asks the
+// policy once.
+func BenchmarkCheckNewUser(b *testing.B) {
+	const users, grants = 2000, 20
+	f, org, key, resources := benchFixture(b, withRequestTimeout(config.DefaultRequestTimeout), withCacheEntries(16))
+	store := f.store.(*bolt.Store)
+	ctx, at := b.Context(), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := store.NewLoader(0)
+	bodies := make([][]byte, users)
+	for i := range users {
+		id := fmt.Sprintf("new-%d", i)
+		u := storage.User{OrgID: org, ID: id, Email: id + "@example.com", Active: true,
+			IntegrationID: "bench-directory", IntegrationName: "bench-directory", ImportedAt: at, ModifiedAt: at}
+		if err := l.AddUser(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+		for j := range grants {
+			g := storage.Grant{OrgID: u.OrgID, UserID: id, ResourceID: resources[(i*7+j*131)%len(resources)], CreatedAt: at}
+			if err := l.AddGrant(ctx, g); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bodies[i] = fmt.Appendf(nil, `{"user_id":%q,"svc_id":%q}`, id, resources[(i*7+grants/2*131)%len(resources)])
+	}
+	if err := l.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	rd := bytes.NewReader(nil)
+	req := httptest.NewRequest("POST", "/provisions/can_user_access", rd)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		rd.Reset(bodies[i%users])
+		i++
+		req.Body, req.ContentLength = io.NopCloser(rd), int64(rd.Len())
+		rec := httptest.NewRecorder()
+		f.srv.ServeHTTP(rec, req)
+		if rec.Code != 200 || rec.Body.String() != "true" {
+			b.Fatalf("check %d = %d %s, want 200 true", i, rec.Code, rec.Body)
+		}
+	}
+}
+
+func withCacheEntries(n int) fixtureOption {
+	return func(c *api.Config) { c.CacheEntries = n }
 }
