@@ -16,6 +16,12 @@
 #                          {"<id>": {"kind": "model" | "function" | "dataset", "name": "..."}}
 #   input.now              the time of the request, in Unix nanoseconds, as expires_at is
 #
+# For allow and allow_all of this policy, the resource_lists (the user's and each group's) hold
+# only the grants of the resources asked about, which is all that those rules read of them: the
+# answer is the one the whole lists give (Go's TestAskedInputDecidesAsTheWhole holds the two to
+# that), and the input of a first question about a user does not grow with the user's grants.
+# reasons and permitted_resources, and any other policy, are given the whole lists.
+#
 # Grantry queries allow for POST /provisions/can_user_access (one resource) and allow_all for
 # POST /provisions/can_user_access_all (several), or answers both from permitted_resources
 # (below). A result that is undefined, not the boolean true, or an evaluation error is a deny.

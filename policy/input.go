@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -39,7 +40,7 @@ type User struct {
 	Groups map[string]Group
 
 	once sync.Once
-	term *ast.Term
+	term atomic.Pointer[ast.Term] // set once, by value
 
 	expiriesOnce sync.Once
 	expiries     []time.Time // of every grant that expires, sorted
@@ -98,19 +99,46 @@ func (u *User) value() *ast.Term {
 	u.once.Do(func() {
 		groups := ast.NewObject()
 		for id, g := range u.Groups {
-			groups.Insert(ast.StringTerm(id), ast.ObjectTerm(
-				ast.Item(ast.StringTerm("name"), ast.StringTerm(g.Name)),
-				ast.Item(ast.StringTerm("resource_list"), grantsTerm(g.Grants)),
-			))
+			groups.Insert(ast.StringTerm(id), groupTerm(g.Name, grantsTerm(g.Grants)))
 		}
-		u.term = ast.ObjectTerm(
-			ast.Item(ast.StringTerm("id"), ast.StringTerm(u.ID)),
-			ast.Item(ast.StringTerm("active"), ast.BooleanTerm(u.Active)),
-			ast.Item(ast.StringTerm("resource_list"), grantsTerm(u.Grants)),
-			ast.Item(ast.StringTerm("groups"), ast.NewTerm(groups)),
-		)
+		u.term.Store(u.userTerm(grantsTerm(u.Grants), ast.NewTerm(groups)))
 	})
-	return u.term
+	return u.term.Load()
+}
+
+// valueFor is the user as an OPA value with, of the user's own grants and of each group's, only
+// those of the resources ids, which is all that allow and allow_all of the shipped policy read
+// of them (Engine.input). Built for one decision and not kept, it costs a few inserts where the
+// whole value costs one per grant, for a user decided on once (as most of a large
+// organization's users are, each time they drop out of the check path's cache). Once the whole
+// value has been built it is returned instead.
+func (u *User) valueFor(ids []string) *ast.Term {
+	if t := u.term.Load(); t != nil {
+		return t
+	}
+	groups := ast.NewObject()
+	for id, g := range u.Groups {
+		groups.Insert(ast.StringTerm(id), groupTerm(g.Name, grantsOf(g.Grants, ids)))
+	}
+	return u.userTerm(grantsOf(u.Grants, ids), ast.NewTerm(groups))
+}
+
+// userTerm is the user with resource_list and groups as given.
+func (u *User) userTerm(resourceList, groups *ast.Term) *ast.Term {
+	return ast.ObjectTerm(
+		ast.Item(ast.StringTerm("id"), ast.StringTerm(u.ID)),
+		ast.Item(ast.StringTerm("active"), ast.BooleanTerm(u.Active)),
+		ast.Item(ast.StringTerm("resource_list"), resourceList),
+		ast.Item(ast.StringTerm("groups"), groups),
+	)
+}
+
+// groupTerm is one group of input.user.groups.
+func groupTerm(name string, resourceList *ast.Term) *ast.Term {
+	return ast.ObjectTerm(
+		ast.Item(ast.StringTerm("name"), ast.StringTerm(name)),
+		ast.Item(ast.StringTerm("resource_list"), resourceList),
+	)
 }
 
 // Grant is one grant of a resource, to a user or to a group, as the policy reads it.
@@ -186,14 +214,22 @@ var (
 // value builds the input as an OPA value directly, which costs far less than encoding JSON and
 // having OPA parse it again. The usual question, about one resource that exists, reads the
 // values its Resource holds.
-func (in Input) value() ast.Value {
+func (in Input) value() ast.Value { return in.with((*User).value) }
+
+// valueAsked is value with only the user's grants of the resources asked about (valueFor).
+func (in Input) valueAsked() ast.Value {
+	return in.with(func(u *User) *ast.Term { return u.valueFor(in.ResourceIDs) })
+}
+
+// with is the input with the user as user makes it.
+func (in Input) with(user func(*User) *ast.Term) ast.Value {
 	ids, resources := in.asked()
 	obj := ast.NewObject(ast.Item(keyResourceIDs, ids), ast.Item(keyResources, resources))
 	if !in.Now.IsZero() {
 		obj.Insert(keyNow, nanosTerm(in.Now))
 	}
 	if in.User != nil {
-		obj.Insert(keyUser, in.User.value())
+		obj.Insert(keyUser, user(in.User))
 	}
 	return obj
 }
@@ -222,16 +258,33 @@ func (in Input) asked() (ids, resources *ast.Term) {
 func grantsTerm(grants map[string]Grant) *ast.Term {
 	list := ast.NewObjectWithCapacity(len(grants))
 	for id, g := range grants {
-		term, key := g.term, g.key
-		if term == nil {
-			term = grantTerm(g.Name, g.ExpiresAt)
-		}
-		if !isString(key, id) {
-			key = ast.StringTerm(id)
-		}
-		list.Insert(key, term)
+		list.Insert(g.terms(id))
 	}
 	return ast.NewTerm(list)
+}
+
+// grantsOf is the resource_list of those of grants that are of the resources ids.
+func grantsOf(grants map[string]Grant, ids []string) *ast.Term {
+	list := ast.NewObjectWithCapacity(min(len(ids), len(grants)))
+	for _, id := range ids {
+		if g, ok := grants[id]; ok {
+			list.Insert(g.terms(id))
+		}
+	}
+	return ast.NewTerm(list)
+}
+
+// terms is the grant, of the resource id, as an item of a resource_list: the shared values of
+// a grant made by Resource.Grant, or values built now.
+func (g Grant) terms(id string) (key, grant *ast.Term) {
+	key, grant = g.key, g.term
+	if grant == nil {
+		grant = grantTerm(g.Name, g.ExpiresAt)
+	}
+	if !isString(key, id) {
+		key = ast.StringTerm(id)
+	}
+	return key, grant
 }
 
 // isString reports whether term is the string id: a Resource or Grant made as a literal has no

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // TestPermittedMatchesAllow holds Permitted to what Grantry answers from it: for random users
@@ -18,41 +21,10 @@ import (
 func TestPermittedMatchesAllow(t *testing.T) {
 	ctx := context.Background()
 	e := mustEngine(t, Embedded())
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	rng := rand.New(rand.NewPCG(1, 2))
-	ids := make([]string, 12)
-	existing := map[string]Resource{}
-	for i := range ids {
-		ids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		if i%4 != 3 { // every fourth was removed, though grants on it remain
-			existing[ids[i]] = NewResource(ids[i], "model", fmt.Sprint("r", i))
-		}
-	}
-	grants := func() map[string]Grant {
-		out := map[string]Grant{}
-		for _, id := range ids {
-			var expires time.Time
-			switch rng.IntN(6) {
-			case 0, 1, 2:
-				continue // not granted
-			case 3:
-				expires = now.Add(-time.Minute)
-			case 4:
-				expires = now.Add(time.Minute)
-			}
-			if r, ok := existing[id]; ok {
-				out[id] = r.Grant(expires)
-			} else {
-				out[id] = Grant{Name: "removed", ExpiresAt: expires}
-			}
-		}
-		return out
-	}
+	w := newRandomWorld()
+	ids, existing, now, rng := w.ids, w.existing, w.now, w.rng
 	for n := range 300 {
-		u := &User{ID: "u", Active: rng.IntN(5) > 0, Grants: grants(), Groups: map[string]Group{}}
-		for g := range rng.IntN(3) {
-			u.Groups[fmt.Sprint("g", g)] = Group{Name: fmt.Sprint("G", g), Grants: grants()}
-		}
+		u := w.user()
 		held := map[string]Resource{}
 		for _, id := range u.HeldResources() {
 			if r, ok := existing[id]; ok {
@@ -66,15 +38,7 @@ func TestPermittedMatchesAllow(t *testing.T) {
 		if !slices.IsSorted(permitted) {
 			t.Fatalf("user %d: Permitted = %v, not sorted", n, permitted)
 		}
-		in := func(asked []string) Input {
-			rs := map[string]Resource{}
-			for _, id := range asked {
-				if r, ok := existing[id]; ok {
-					rs[id] = r
-				}
-			}
-			return Input{User: u, ResourceIDs: asked, Resources: rs, Now: now}
-		}
+		in := func(asked []string) Input { return w.asked(u, asked) }
 		for _, id := range ids {
 			allowed, err := e.Allow(ctx, in([]string{id}))
 			if err != nil {
@@ -98,6 +62,131 @@ func TestPermittedMatchesAllow(t *testing.T) {
 		}
 		if all != allowed {
 			t.Errorf("user %d, %v: allow_all = %v, all in Permitted = %v (Permitted %v)", n, asked, allowed, all, permitted)
+		}
+	}
+}
+
+// randomWorld makes random users over 12 resources, every fourth of them removed though grants
+// on it remain.
+type randomWorld struct {
+	ids      []string
+	existing map[string]Resource
+	now      time.Time
+	rng      *rand.Rand
+}
+
+func newRandomWorld() *randomWorld {
+	w := &randomWorld{ids: make([]string, 12), existing: map[string]Resource{},
+		now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC), rng: rand.New(rand.NewPCG(1, 2))}
+	for i := range w.ids {
+		w.ids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		if i%4 != 3 {
+			w.existing[w.ids[i]] = NewResource(w.ids[i], "model", fmt.Sprint("r", i))
+		}
+	}
+	return w
+}
+
+// user is a random user, active or not, with own grants and up to two groups' grants: of half
+// the resources each, some expired, some expiring.
+func (w *randomWorld) user() *User {
+	u := &User{ID: "u", Active: w.rng.IntN(5) > 0, Grants: w.grants(), Groups: map[string]Group{}}
+	for g := range w.rng.IntN(3) {
+		u.Groups[fmt.Sprint("g", g)] = Group{Name: fmt.Sprint("G", g), Grants: w.grants()}
+	}
+	return u
+}
+
+func (w *randomWorld) grants() map[string]Grant {
+	out := map[string]Grant{}
+	for _, id := range w.ids {
+		var expires time.Time
+		switch w.rng.IntN(6) {
+		case 0, 1, 2:
+			continue // not granted
+		case 3:
+			expires = w.now.Add(-time.Minute)
+		case 4:
+			expires = w.now.Add(time.Minute)
+		}
+		if r, ok := w.existing[id]; ok {
+			out[id] = r.Grant(expires)
+		} else {
+			out[id] = Grant{Name: "removed", ExpiresAt: expires}
+		}
+	}
+	return out
+}
+
+// asked is the input of a question about ids.
+func (w *randomWorld) asked(u *User, ids []string) Input {
+	rs := map[string]Resource{}
+	for _, id := range ids {
+		if r, ok := w.existing[id]; ok {
+			rs[id] = r
+		}
+	}
+	return Input{User: u, ResourceIDs: ids, Resources: rs, Now: w.now}
+}
+
+// TestAskedInputDecidesAsTheWhole holds the input the shipped policy is given for allow and
+// allow_all, which holds only the user's grants of the resources asked about, to the whole
+// input: for random users and questions (of one resource and of lists, repeats included), both
+// decide the same; and it holds only those grants, so a user's other grants are not read.
+func TestAskedInputDecidesAsTheWhole(t *testing.T) {
+	ctx := context.Background()
+	e := mustEngine(t, Embedded())
+	w := newRandomWorld()
+	for n := range 300 {
+		asked := make([]string, w.rng.IntN(4))
+		for i := range asked {
+			asked[i] = w.ids[w.rng.IntN(len(w.ids))]
+		}
+		questions := [][]string{asked}
+		for _, id := range w.ids {
+			questions = append(questions, []string{id})
+		}
+		u := w.user()
+		// The same user, whose whole value is built; u's never is, or valueFor would return it.
+		whole := &User{ID: u.ID, Active: u.Active, Grants: u.Grants, Groups: u.Groups}
+		for _, q := range questions {
+			part := w.asked(u, q).valueAsked()
+			if list := part.(ast.Object).Get(keyUser).Get(ast.StringTerm("resource_list")).Value.(ast.Object); list.Len() > len(q) {
+				t.Fatalf("user %d, %v: the asked input holds %d grants", n, q, list.Len())
+			}
+			for _, query := range []rego.PreparedEvalQuery{e.allow, e.allowAll} {
+				want, err := decide(ctx, query, w.asked(whole, q).value())
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := decide(ctx, query, part)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("user %d, %v: decided %v on the asked input, %v on the whole", n, q, got, want)
+				}
+			}
+		}
+		if _, err := e.Allow(ctx, w.asked(u, w.ids[:1])); err != nil || u.term.Load() != nil {
+			t.Fatalf("Allow built the user's whole value (error %v)", err)
+		}
+	}
+}
+
+// TestOtherPoliciesReadEveryGrant: a policy other than the shipped one is given all of the
+// user's grants, whatever it is asked about.
+func TestOtherPoliciesReadEveryGrant(t *testing.T) {
+	mods := []Module{{Name: "count.rego", Source: "package grantry.authz\n\nallow if count(input.user.resource_list) == 3\n\nallow_all := allow\n"}}
+	e := mustEngine(t, mods)
+	w := newRandomWorld()
+	u := &User{ID: "u", Active: true, Grants: map[string]Grant{}}
+	for _, id := range w.ids[:3] {
+		u.Grants[id] = w.existing[id].Grant(time.Time{})
+	}
+	for _, decide := range []func(context.Context, Input) (bool, error){e.Allow, e.AllowAll} {
+		if allowed, err := decide(context.Background(), w.asked(u, w.ids[:1])); err != nil || !allowed {
+			t.Errorf("a policy counting the grants was not given all three: allowed %v, error %v", allowed, err)
 		}
 	}
 }

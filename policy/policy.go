@@ -172,12 +172,23 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 
 // Allow evaluates the allow rule: may the user use the one resource asked about?
 func (e *Engine) Allow(ctx context.Context, in Input) (bool, error) {
-	return decide(ctx, e.allow, in.value())
+	return decide(ctx, e.allow, e.input(in))
 }
 
 // AllowAll evaluates the allow_all rule: may the user use every resource asked about?
 func (e *Engine) AllowAll(ctx context.Context, in Input) (bool, error) {
-	return decide(ctx, e.allowAll, in.value())
+	return decide(ctx, e.allowAll, e.input(in))
+}
+
+// input is in as allow and allow_all read it. The shipped policy reads, of the user's grants and
+// of their groups' grants, only those of the resources asked about, so it is given only those
+// (valueAsked; TestAskedInputDecidesAsTheWhole holds the two inputs to the same decisions); any
+// other policy is given them all.
+func (e *Engine) input(in Input) ast.Value {
+	if e.permitted == nil {
+		return in.value()
+	}
+	return in.valueAsked()
 }
 
 // DecidesPerUser reports whether Permitted can answer: whether the policy is the shipped one.
