@@ -21,11 +21,13 @@ import (
 // invalidates the whole organization. A load that races an invalidation is not kept.
 //
 // It holds at most max users, dropping the least recently used; a user's memo holds at most
-// maxMemo decisions.
+// maxMemo decisions. A user is kept from their second load on (admit): one checked once, as
+// most users of a large organization are in a while, is loaded for that check and dropped.
 type accessCache[V any] struct {
 	max    int
 	shards [cacheShards]cacheShard[V]
 	seed   maphash.Seed
+	seen   []atomic.Uint32 // the users loaded and not kept, for admit
 
 	mu   sync.RWMutex // of orgs; every check reads it, a new organization writes it
 	orgs map[string]*orgState
@@ -139,16 +141,56 @@ func newAccessCache[V any](max int) *accessCache[V] {
 	for i := range c.shards {
 		c.shards[i].users = map[cacheKey]*list.Element{}
 	}
+	if max > 0 {
+		slots := 4 // a bucket
+		for slots < min(2*max, maxSeen) {
+			slots *= 2
+		}
+		c.seen = make([]atomic.Uint32, slots)
+	}
 	return c
 }
 
-func (c *accessCache[V]) shard(k cacheKey) *cacheShard[V] {
+// maxSeen bounds the slots of admit's table, two for each user the cache holds: 64 MiB.
+const maxSeen = 1 << 24
+
+// hash is the hash of a user's key, which places the user in a shard and in admit's table.
+func (c *accessCache[V]) hash(k cacheKey) uint64 {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	h.WriteString(k.org)
 	h.WriteByte(0)
 	h.WriteString(k.user)
-	return &c.shards[h.Sum64()%cacheShards]
+	return h.Sum64()
+}
+
+func (c *accessCache[V]) shard(h uint64) *cacheShard[V] { return &c.shards[h%cacheShards] }
+
+// admit reports whether a user just loaded, of key hash h, is to be kept: whether the user was
+// loaded before and not kept. It remembers a user it refuses by a fingerprint of h in one of
+// the four slots of a bucket of its table (a plain array of numbers, which the garbage collector
+// does not scan), so that the user's next load is kept unless four others of the bucket have
+// taken the slots since, which costs that user one more load, never a wrong answer.
+//
+// Keeping every user loaded made a million-user organization, whose checks mostly ask about a
+// user not asked about for a long while, fill the cache with users who were not asked about
+// again while it filled: the make bench-large load served 3,682–5,625 checks/s with 1.1–1.5
+// GB of heap, against 6,361–7,214 with 92 MB when the cache held 2,000 users.
+func (c *accessCache[V]) admit(h uint64) bool {
+	bucket := c.seen[(h>>32)&uint64(len(c.seen)-1)&^3:][:4]
+	fingerprint := uint32(h) | 1 // never 0, an empty slot
+	for i := range bucket {
+		if bucket[i].Load() == fingerprint {
+			return true
+		}
+	}
+	for i := range bucket {
+		if bucket[i].CompareAndSwap(0, fingerprint) {
+			return false
+		}
+	}
+	bucket[fingerprint>>30].Store(fingerprint) // a full bucket: one slot by the fingerprint's top bits
+	return false
 }
 
 func (c *accessCache[V]) org(org string) *orgState {
@@ -241,7 +283,8 @@ func (c *accessCache[V]) user(org, user string, load func() (V, error)) (*cacheE
 		return &cacheEntry[V]{Facts: facts}, err
 	}
 	k := cacheKey{org, user}
-	sh := c.shard(k)
+	h := c.hash(k)
+	sh := c.shard(h)
 	o := c.org(org)
 	sh.mu.Lock()
 	if el, ok := sh.users[k]; ok {
@@ -264,6 +307,12 @@ func (c *accessCache[V]) user(org, user string, load func() (V, error)) (*cacheE
 		return nil, err
 	}
 	e := &cacheEntry[V]{key: k, gen: g, Facts: facts}
+	if !c.admit(h) {
+		return e, nil // first seen: use it for this request, keep nothing
+	}
+	// The load that was not kept was for a new question, as every first one is: counted, the
+	// user's set is built when it would have been had that load been kept (permitted.go).
+	e.evaluations.Store(1)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.inval != inval || c.gen(o) != g {
@@ -287,7 +336,7 @@ func (c *accessCache[V]) invalidateUser(org, user string) {
 		return
 	}
 	k := cacheKey{org, user}
-	sh := c.shard(k)
+	sh := c.shard(c.hash(k))
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.inval++

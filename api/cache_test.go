@@ -33,10 +33,15 @@ func TestAccessCacheUsers(t *testing.T) {
 		wantLoad  bool
 	}{
 		{"first use loads", nil, "o1", "ada", true},
-		{"second use is cached", nil, "o1", "ada", false},
+		{"a user loaded once is not kept", nil, "o1", "ada", true},
+		{"one loaded twice is", nil, "o1", "ada", false},
 		{"another user loads", nil, "o1", "bob", true},
+		{"and is kept at the second", nil, "o1", "bob", true},
 		{"the same user id in another org loads", nil, "o2", "ada", true},
+		{"and is kept at the second too", nil, "o2", "ada", true},
+		{"and is cached", nil, "o2", "ada", false},
 		{"after invalidating the user", func() { c.invalidateUser("o1", "ada") }, "o1", "ada", true},
+		{"the user reloaded is kept at once", nil, "o1", "ada", false},
 		{"another user of the org is untouched", nil, "o1", "bob", false},
 		{"after invalidating the org", func() { c.invalidateOrg("o1") }, "o1", "bob", true},
 		{"another org is untouched", nil, "o2", "ada", false},
@@ -81,7 +86,9 @@ func TestAccessCacheLoadRacingAWrite(t *testing.T) {
 func TestAccessCacheIsBounded(t *testing.T) {
 	c := newAccessCache[int](64)
 	for i := range 10_000 {
-		c.user("o", fmt.Sprint(i), func() (int, error) { return i, nil })
+		for range 2 { // kept from the second load on
+			c.user("o", fmt.Sprint(i), func() (int, error) { return i, nil })
+		}
 	}
 	if n := c.len(); n > 64+cacheShards {
 		t.Errorf("%d users cached, want at most about 64", n)
@@ -90,6 +97,33 @@ func TestAccessCacheIsBounded(t *testing.T) {
 	e, _ := c.user("o", "9999", func() (int, error) { return -1, nil })
 	if e.Facts != 9999 {
 		t.Error("the most recently used user was evicted")
+	}
+}
+
+// TestAccessCacheAdmitsFromTheSecondLoad: users loaded once are not kept, however many there
+// are, and each is kept at their next load.
+func TestAccessCacheAdmitsFromTheSecondLoad(t *testing.T) {
+	c := newAccessCache[int](1000)
+	load := func(i int) func() (int, error) { return func() (int, error) { return i, nil } }
+	for i := range 500 {
+		c.user("o", fmt.Sprint(i), load(i))
+	}
+	if n := c.len(); n != 0 {
+		t.Fatalf("%d users loaded once are kept, want none", n)
+	}
+	for i := range 500 {
+		c.user("o", fmt.Sprint(i), load(i))
+	}
+	// A user whose slot another took since is loaded once more: a few of 500 in 1,024 slots.
+	if n := c.len(); n < 450 {
+		t.Errorf("%d of 500 users loaded twice are kept, want nearly all", n)
+	}
+	misses := c.misses.Load()
+	for i := range 500 {
+		c.user("o", fmt.Sprint(i), load(-1))
+	}
+	if n := c.misses.Load() - misses; n > 50 {
+		t.Errorf("%d of 500 users loaded twice were loaded again", n)
 	}
 }
 
