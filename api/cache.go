@@ -310,9 +310,6 @@ func (c *accessCache[V]) user(org, user string, load func() (V, error)) (*cacheE
 	if !c.admit(h) {
 		return e, nil // first seen: use it for this request, keep nothing
 	}
-	// The load that was not kept was for a new question, as every first one is: counted, the
-	// user's set is built when it would have been had that load been kept (permitted.go).
-	e.evaluations.Store(1)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.inval != inval || c.gen(o) != g {
