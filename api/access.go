@@ -158,7 +158,8 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 // all, every one of them), and returns the revision of the policy that decided. The set of
 // resources the user may use, or a remembered decision, needs nothing but f; only a new
 // question asks the policy: about every resource the user holds once that pays
-// (buildPermitted), or else about ids, reading their resources.
+// (buildPermitted), or else about ids, reading their resources, unless the shipped policy is
+// known to deny it (deniedUnheld).
 func (s *Server) answer(ctx context.Context, orgID string, f *facts, all bool, ids []string) (allowed bool, revision string, err error) {
 	d, revision := s.pinPolicy()
 	now := s.now()
@@ -172,6 +173,11 @@ func (s *Server) answer(ctx context.Context, orgID string, f *facts, all bool, i
 	}
 	if p := s.buildPermitted(ctx, orgID, d, revision, f, now); p != nil {
 		return s.fromSet(p, all, ids), revision, nil
+	}
+	if deniedUnheld(d, f.Facts, ids) {
+		f.evaluations.Add(1) // a new question all the same, toward the user's set
+		s.metrics.decision(false, nil)
+		return false, revision, nil
 	}
 	rs, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {

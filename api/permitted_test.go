@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +146,87 @@ func TestChecksFromPermittedSet(t *testing.T) {
 		t.Error("a set was built for a policy that is not the shipped one")
 	}
 	agree("another policy")
+}
+
+// countingEngine is an Engine that counts the questions it is asked.
+type countingEngine struct {
+	*policy.Engine
+	asked atomic.Int64
+}
+
+func (e *countingEngine) Allow(ctx context.Context, in policy.Input) (bool, error) {
+	e.asked.Add(1)
+	return e.Engine.Allow(ctx, in)
+}
+
+func (e *countingEngine) AllowAll(ctx context.Context, in policy.Input) (bool, error) {
+	e.asked.Add(1)
+	return e.Engine.AllowAll(ctx, in)
+}
+
+// TestUnheldDeniedWithoutAsking: with the shipped policy, a new question about a user who does
+// not exist, or naming a resource the user holds no grant on, is denied without asking the
+// policy, and one naming only resources the user holds is asked; a replaced policy is asked
+// every new question, and may allow what the shipped one would not.
+func TestUnheldDeniedWithoutAsking(t *testing.T) {
+	const org = "org-1"
+	ctx := context.Background()
+	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	store := bolttest.Open(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+	must(store.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
+	for i := range 3 {
+		must(store.CreateResource(ctx, storage.Resource{OrgID: org, ID: id(i), Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("m", i), CreatedAt: now}))
+	}
+	must(store.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "int", Name: "hr", Type: "import", CreatedAt: now}))
+	_, err := store.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "ada", Email: "ada@x"}}, now)
+	must(err)
+	// ada holds 0 of her own and 1 through a group, not 2.
+	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(0), CreatedAt: now}))
+	must(store.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g1", DisplayName: "one", Members: []string{"ada"}, CreatedAt: now, ModifiedAt: now}))
+	_, err = store.SetGroupGrant(ctx, storage.GroupGrant{OrgID: org, GroupID: "g1", ResourceID: id(1), CreatedAt: now})
+	must(err)
+
+	shipped, err := policy.New(ctx, policy.Embedded())
+	must(err)
+	src := policy.Embedded()[0].Source
+	everything := strings.Replace(src, "default allow := false", "default allow := false\n\nallow if input.resources[input.resource_ids[0]]", 1)
+	replaced, err := policy.New(ctx, []policy.Module{{Name: "authz.rego", Source: everything}})
+	must(err)
+	for _, tc := range []struct {
+		name   string
+		engine *policy.Engine
+		user   string
+		all    bool
+		ids    []string
+		want   bool
+		asked  bool
+	}{
+		{"shipped, not held", shipped, "ada", false, []string{id(2)}, false, false},
+		{"shipped, one of several not held", shipped, "ada", true, []string{id(0), id(2)}, false, false},
+		{"shipped, no such user", shipped, "bob", false, []string{id(0)}, false, false},
+		{"shipped, no such resource", shipped, "ada", false, []string{id(9)}, false, false},
+		{"shipped, held", shipped, "ada", false, []string{id(0)}, true, true},
+		{"shipped, held through a group", shipped, "ada", true, []string{id(0), id(1)}, true, true},
+		{"replaced, not held", replaced, "ada", false, []string{id(2)}, true, true},
+		{"replaced, no such user", replaced, "bob", false, []string{id(0)}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &countingEngine{Engine: tc.engine}
+			s := New(Config{Store: store, Decider: e, Now: func() time.Time { return now }})
+			f, err := s.userFacts(ctx, org, tc.user) // a first load: not kept, so asked afresh
+			must(err)
+			allowed, _, err := s.answer(ctx, org, f, tc.all, tc.ids)
+			must(err)
+			if allowed != tc.want || (e.asked.Load() > 0) != tc.asked {
+				t.Errorf("answer = %v after %d questions to the policy, want %v and asked: %v", allowed, e.asked.Load(), tc.want, tc.asked)
+			}
+		})
+	}
 }

@@ -94,6 +94,20 @@ func (u *User) HeldResources() []string {
 	return slices.Compact(ids)
 }
 
+// Holds reports whether the user holds a grant on the resource id, of their own or through a
+// group, live or expired.
+func (u *User) Holds(id string) bool {
+	if _, own := u.Grants[id]; own {
+		return true
+	}
+	for _, g := range u.Groups {
+		if _, ok := g.Grants[id]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // value is the user as an OPA value, built once.
 func (u *User) value() *ast.Term {
 	u.once.Do(func() {
