@@ -158,8 +158,7 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 // all, every one of them), and returns the revision of the policy that decided. The set of
 // resources the user may use, or a remembered decision, needs nothing but f; only a new
 // question asks the policy: about every resource the user holds once that pays
-// (buildPermitted), or else about ids, reading their resources, unless the shipped policy is
-// known to deny it (deniedUnheld).
+// (buildPermitted), or else about ids, reading their resources (decideNew).
 func (s *Server) answer(ctx context.Context, orgID string, f *facts, all bool, ids []string) (allowed bool, revision string, err error) {
 	d, revision := s.pinPolicy()
 	now := s.now()
@@ -173,11 +172,6 @@ func (s *Server) answer(ctx context.Context, orgID string, f *facts, all bool, i
 	}
 	if p := s.buildPermitted(ctx, orgID, d, revision, f, now); p != nil {
 		return s.fromSet(p, all, ids), revision, nil
-	}
-	if deniedUnheld(d, f.Facts, ids) {
-		f.evaluations.Add(1) // a new question all the same, toward the user's set
-		s.metrics.decision(false, nil)
-		return false, revision, nil
 	}
 	rs, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {
@@ -210,10 +204,16 @@ func (s *Server) remembered(f *facts, q question, revision string, now time.Time
 }
 
 // decideNew evaluates the policy on q, which f does not remember, and remembers the answer
-// until the user's next grant expiry. An evaluation error denies and is not remembered.
+// until the user's next grant expiry. An evaluation error denies and is not remembered. A
+// question the shipped policy is known to deny (deniedUnheld) is denied without asking it, and
+// not remembered: knowing it again costs as little.
 func (s *Server) decideNew(ctx context.Context, d Decider, revision string, f *facts, q question, in policy.Input) bool {
+	f.evaluations.Add(1) // a new question, toward the user's set
+	if deniedUnheld(d, in.User, in.ResourceIDs) {
+		s.metrics.decision(false, nil)
+		return false
+	}
 	allowed, err := s.evaluate(ctx, d, q.all, in)
-	f.evaluations.Add(1)
 	if err == nil {
 		var until time.Time
 		if in.User != nil {

@@ -70,7 +70,9 @@ const grantsPerEvaluation = 64
 // does not exist or holds no grant on one of ids. That policy permits a resource only to an
 // existing user holding a grant on it, the property a user's set relies on (a resource not in
 // it is denied), so it would deny; a replaced policy is always asked. Half of make
-// bench-large's checks, of users not in memory, are of this kind, and each cost an evaluation.
+// bench-large's checks, of users not in memory, are of this kind, and each cost an evaluation;
+// so are most of the questions of a resource list filtered by user (?user_id=), one for each
+// resource of its kind, and the check_batch's of resources the user holds no grant on.
 func deniedUnheld(d Decider, u *policy.User, ids []string) bool {
 	if pd, ok := d.(perUserDecider); !ok || !pd.DecidesPerUser() {
 		return false

@@ -36,15 +36,13 @@ func TestPermittedSetPermitsAll(t *testing.T) {
 	}
 }
 
-// TestChecksFromPermittedSet: once a user has been asked enough new questions, the checks about
-// them are answered from their set, and give what the policy gives per question, for every
-// kind of resource, for allow and allow_all, at and after a grant's expiry, and when the
-// policy is replaced by one that Grantry must ask per question.
-func TestChecksFromPermittedSet(t *testing.T) {
+// adaStore is a store whose organization org-1 has resources id(0) to id(5) and a user ada,
+// who holds 0 for good, 1 until a minute after now, 2 expired a minute before, 3 through a group
+// (g1), and 5, which was removed after its grant; not 4.
+func adaStore(t *testing.T, now time.Time) (storage.Store, func(int) string) {
+	t.Helper()
 	const org = "org-1"
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
-	clock := now
 	store := bolttest.Open(t)
 	must := func(err error) {
 		t.Helper()
@@ -60,8 +58,6 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	must(store.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "int", Name: "hr", Type: "import", CreatedAt: now}))
 	_, err := store.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "ada", Email: "ada@x"}}, now)
 	must(err)
-	// ada: 0 for good, 1 until 09:31, 2 expired, 3 through a group; 4 not granted; 5 removed
-	// after its grant.
 	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(0), CreatedAt: now}))
 	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(1), CreatedAt: now, ExpiresAt: now.Add(time.Minute)}))
 	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(2), CreatedAt: now, ExpiresAt: now.Add(-time.Minute)}))
@@ -70,6 +66,25 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	must(store.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g1", DisplayName: "one", Members: []string{"ada"}, CreatedAt: now, ModifiedAt: now}))
 	_, err = store.SetGroupGrant(ctx, storage.GroupGrant{OrgID: org, GroupID: "g1", ResourceID: id(3), CreatedAt: now})
 	must(err)
+	return store, id
+}
+
+// TestChecksFromPermittedSet: once a user has been asked enough new questions, the checks about
+// them are answered from their set, and give what the policy gives per question, for every
+// kind of resource, for allow and allow_all, at and after a grant's expiry, and when the
+// policy is replaced by one that Grantry must ask per question.
+func TestChecksFromPermittedSet(t *testing.T) {
+	const org = "org-1"
+	ctx := context.Background()
+	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	clock := now
+	store, id := adaStore(t, now)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	engine, err := policy.New(ctx, policy.Embedded())
 	must(err)
@@ -166,33 +181,20 @@ func (e *countingEngine) AllowAll(ctx context.Context, in policy.Input) (bool, e
 
 // TestUnheldDeniedWithoutAsking: with the shipped policy, a new question about a user who does
 // not exist, or naming a resource the user holds no grant on, is denied without asking the
-// policy, and one naming only resources the user holds is asked; a replaced policy is asked
-// every new question, and may allow what the shipped one would not.
+// policy, and one naming only resources the user holds (expired or not) is asked; a replaced
+// policy is asked every new question, and may allow what the shipped one would not. Both ways
+// a new question is decided, a check's (answer) and a batch's or a list's (decideFor), agree.
 func TestUnheldDeniedWithoutAsking(t *testing.T) {
 	const org = "org-1"
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
-	store := bolttest.Open(t)
+	store, id := adaStore(t, now)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	id := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
-	must(store.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
-	for i := range 3 {
-		must(store.CreateResource(ctx, storage.Resource{OrgID: org, ID: id(i), Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("m", i), CreatedAt: now}))
-	}
-	must(store.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "int", Name: "hr", Type: "import", CreatedAt: now}))
-	_, err := store.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "ada", Email: "ada@x"}}, now)
-	must(err)
-	// ada holds 0 of her own and 1 through a group, not 2.
-	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: id(0), CreatedAt: now}))
-	must(store.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g1", DisplayName: "one", Members: []string{"ada"}, CreatedAt: now, ModifiedAt: now}))
-	_, err = store.SetGroupGrant(ctx, storage.GroupGrant{OrgID: org, GroupID: "g1", ResourceID: id(1), CreatedAt: now})
-	must(err)
-
 	shipped, err := policy.New(ctx, policy.Embedded())
 	must(err)
 	src := policy.Embedded()[0].Source
@@ -208,24 +210,40 @@ func TestUnheldDeniedWithoutAsking(t *testing.T) {
 		want   bool
 		asked  bool
 	}{
-		{"shipped, not held", shipped, "ada", false, []string{id(2)}, false, false},
-		{"shipped, one of several not held", shipped, "ada", true, []string{id(0), id(2)}, false, false},
+		{"shipped, not held", shipped, "ada", false, []string{id(4)}, false, false},
+		{"shipped, one of several not held", shipped, "ada", true, []string{id(0), id(4)}, false, false},
 		{"shipped, no such user", shipped, "bob", false, []string{id(0)}, false, false},
 		{"shipped, no such resource", shipped, "ada", false, []string{id(9)}, false, false},
 		{"shipped, held", shipped, "ada", false, []string{id(0)}, true, true},
-		{"shipped, held through a group", shipped, "ada", true, []string{id(0), id(1)}, true, true},
-		{"replaced, not held", replaced, "ada", false, []string{id(2)}, true, true},
+		{"shipped, held through a group", shipped, "ada", true, []string{id(0), id(3)}, true, true},
+		{"shipped, held but expired", shipped, "ada", false, []string{id(2)}, false, true},
+		{"replaced, not held", replaced, "ada", false, []string{id(4)}, true, true},
 		{"replaced, no such user", replaced, "bob", false, []string{id(0)}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &countingEngine{Engine: tc.engine}
 			s := New(Config{Store: store, Decider: e, Now: func() time.Time { return now }})
-			f, err := s.userFacts(ctx, org, tc.user) // a first load: not kept, so asked afresh
-			must(err)
-			allowed, _, err := s.answer(ctx, org, f, tc.all, tc.ids)
-			must(err)
-			if allowed != tc.want || (e.asked.Load() > 0) != tc.asked {
-				t.Errorf("answer = %v after %d questions to the policy, want %v and asked: %v", allowed, e.asked.Load(), tc.want, tc.asked)
+			decide := map[string]func(f *facts) bool{
+				"answer": func(f *facts) bool {
+					allowed, _, err := s.answer(ctx, org, f, tc.all, tc.ids)
+					must(err)
+					return allowed
+				},
+				"decideFor": func(f *facts) bool {
+					rs, err := s.resourceFacts(ctx, org, tc.ids)
+					must(err)
+					d, revision := s.pinPolicy()
+					return s.decideFor(ctx, d, revision, f, tc.all, policy.Input{User: f.Facts, ResourceIDs: tc.ids, Resources: rs, Now: now})
+				},
+			}
+			for way, decide := range decide {
+				e.asked.Store(0)
+				f, err := s.userFacts(ctx, org, tc.user)
+				must(err)
+				fresh := &facts{Facts: f.Facts} // no memo, no set: a new question
+				if allowed := decide(fresh); allowed != tc.want || (e.asked.Load() > 0) != tc.asked {
+					t.Errorf("%s = %v after %d questions to the policy, want %v and asked: %v", way, allowed, e.asked.Load(), tc.want, tc.asked)
+				}
 			}
 		})
 	}
