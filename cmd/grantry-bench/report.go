@@ -149,12 +149,18 @@ func (r report) write(w io.Writer) {
 		fmt.Fprintf(w, "%12s", c)
 	}
 	fmt.Fprintf(w, "   issue 8 target\n")
-	ratio := func(name, target string, f func(g, o, c, wr, nl summary) string) {
+	// summaries are what one placement's ratios are made of.
+	type summaries struct{ grantry, opa, ceiling, writes, logsOff summary }
+	ratio := func(name, target string, f func(m summaries) string) {
 		fmt.Fprintf(w, "%-34s", name)
 		for _, pl := range places {
-			g, o, c := r.find(pl.name, systemGrantry, targetGrantry), r.find(pl.name, systemOPA, targetOPA), r.find(pl.name, systemCeiling, targetCeiling)
-			wr, nl := r.find(pl.name, systemGrantry, targetWrites), r.find(pl.name, systemGrantryLogsOff, targetGrantry)
-			fmt.Fprintf(w, "%12s", f(g, o, c, wr, nl))
+			fmt.Fprintf(w, "%12s", f(summaries{
+				grantry: r.find(pl.name, systemGrantry, targetGrantry),
+				opa:     r.find(pl.name, systemOPA, targetOPA),
+				ceiling: r.find(pl.name, systemCeiling, targetCeiling),
+				writes:  r.find(pl.name, systemGrantry, targetWrites),
+				logsOff: r.find(pl.name, systemGrantryLogsOff, targetGrantry),
+			}))
 		}
 		fmt.Fprintf(w, "   %s\n", target)
 	}
@@ -164,21 +170,21 @@ func (r report) write(w io.Writer) {
 		}
 		return fmt.Sprintf("%.2f×", a/b)
 	}
-	ratio("Grantry / OPA, req/s", "≥ 2.5×", func(g, o, _, _, _ summary) string { return times(g.rps, o.rps) })
-	ratio("Grantry / ceiling, req/s", "≥ 0.70×", func(g, _, c, _, _ summary) string { return times(g.rps, c.rps) })
-	ratio("Grantry / ceiling, CPU µs/req", "≤ 1.4×", func(g, _, c, _, _ summary) string { return times(float64(g.cpu), float64(c.cpu)) })
-	ratio("Grantry / OPA, p99", "< 1×", func(g, o, _, _, _ summary) string { return times(float64(g.p99), float64(o.p99)) })
-	ratio("Grantry grant+revoke, req/s", "≥ 5,000", func(_, _, _, wr, _ summary) string {
-		if wr.rps == 0 {
+	ratio("Grantry / OPA, req/s", "≥ 2.5×", func(m summaries) string { return times(m.grantry.rps, m.opa.rps) })
+	ratio("Grantry / ceiling, req/s", "≥ 0.70×", func(m summaries) string { return times(m.grantry.rps, m.ceiling.rps) })
+	ratio("Grantry / ceiling, CPU µs/req", "≤ 1.4×", func(m summaries) string { return times(float64(m.grantry.cpu), float64(m.ceiling.cpu)) })
+	ratio("Grantry / OPA, p99", "< 1×", func(m summaries) string { return times(float64(m.grantry.p99), float64(m.opa.p99)) })
+	ratio("Grantry grant+revoke, req/s", "≥ 5,000", func(m summaries) string {
+		if m.writes.rps == 0 {
 			return "-"
 		}
-		return thousands(int(wr.rps + 0.5))
+		return thousands(int(m.writes.rps + 0.5))
 	})
 	// The same ratios for Grantry logging as OPA's server does here (no decision log, no
 	// access log): what its logs cost, not what the targets are measured on.
-	ratio("logs off / OPA, req/s", "(information)", func(_, o, _, _, nl summary) string { return times(nl.rps, o.rps) })
-	ratio("logs off / ceiling, req/s", "(information)", func(_, _, c, _, nl summary) string { return times(nl.rps, c.rps) })
-	ratio("logs off / ceiling, CPU µs/req", "(information)", func(_, _, c, _, nl summary) string { return times(float64(nl.cpu), float64(c.cpu)) })
+	ratio("logs off / OPA, req/s", "(information)", func(m summaries) string { return times(m.logsOff.rps, m.opa.rps) })
+	ratio("logs off / ceiling, req/s", "(information)", func(m summaries) string { return times(m.logsOff.rps, m.ceiling.rps) })
+	ratio("logs off / ceiling, CPU µs/req", "(information)", func(m summaries) string { return times(float64(m.logsOff.cpu), float64(m.ceiling.cpu)) })
 }
 
 // find returns the summary of one system's target in one placement, zero if it was not
