@@ -151,7 +151,8 @@ func newAccessCache[V any](max int) *accessCache[V] {
 	return c
 }
 
-// maxSeen bounds the slots of admit's table, two for each user the cache holds: 64 MiB.
+// maxSeen bounds the slots of admit's table, two to four for each user the cache holds (a power
+// of two at least twice max): 64 MiB.
 const maxSeen = 1 << 24
 
 // hash is the hash of a user's key, which places the user in a shard and in admit's table.
