@@ -594,18 +594,25 @@ func (s *Store) DeleteGroup(ctx context.Context, orgID, integrationID, id string
 func (s *Store) UserGroups(ctx context.Context, orgID, userID string) ([]storage.Group, error) {
 	var out []storage.Group
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		prefix := key(orgID, userID)
-		for _, groupKey := range under(tx.Bucket(bucketGroupsByMember), prefix) {
-			g, err := getGroup(tx, groupKey)
-			if err != nil {
-				return fmt.Errorf("member index names group %q: %w", groupKey, err)
-			}
-			out = append(out, g)
-		}
-		return nil
+		var err error
+		out, err = userGroups(tx, orgID, userID)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list groups of user %s: %w", userID, err)
+	}
+	return out, nil
+}
+
+// userGroups reads the groups of the organization's user in tx, ordered by id.
+func userGroups(tx *bbolt.Tx, orgID, userID string) ([]storage.Group, error) {
+	var out []storage.Group
+	for _, groupKey := range under(tx.Bucket(bucketGroupsByMember), key(orgID, userID)) {
+		g, err := getGroup(tx, groupKey)
+		if err != nil {
+			return nil, fmt.Errorf("member index names group %q: %w", groupKey, err)
+		}
+		out = append(out, g)
 	}
 	return out, nil
 }
