@@ -25,6 +25,10 @@ const ReasonEvaluationFailed = "policy evaluation failed"
 // it, so that a caller can both log the error and answer.
 func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
 	ex := Explanation{Revision: e.revision, Reasons: []string{}}
+	if err := in.whole(); err != nil {
+		ex.Reasons = []string{ReasonEvaluationFailed}
+		return ex, err
+	}
 	input := in.value()
 	allowed, err := decide(ctx, e.allow, input)
 	if err != nil {

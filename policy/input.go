@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -38,6 +39,11 @@ type User struct {
 	// Groups maps the id of every group the user is a member of to the group, with the
 	// group's grants.
 	Groups map[string]Group
+	// Asked, when not nil, says that Grants and the groups' Grants hold only the grants of
+	// these resources: all that allow and allow_all of the shipped policy read of a question
+	// about them (Engine.input). Such a user may be decided on only so, about those
+	// resources; any other use is an error.
+	Asked []string
 
 	once sync.Once
 	term atomic.Pointer[ast.Term] // set once, by value
@@ -224,6 +230,15 @@ var (
 	keyNow         = ast.StringTerm("now")
 	keyUser        = ast.StringTerm("user")
 )
+
+// whole returns an error if in's user holds only the grants of some resources (User.Asked),
+// which only allow and allow_all of the shipped policy may read.
+func (in Input) whole() error {
+	if in.User != nil && in.User.Asked != nil {
+		return fmt.Errorf("user %s was read with the grants of %d resources, not all of them", in.User.ID, len(in.User.Asked))
+	}
+	return nil
+}
 
 // value builds the input as an OPA value directly, which costs far less than encoding JSON and
 // having OPA parse it again. The usual question, about one resource that exists, reads the

@@ -191,6 +191,48 @@ func TestOtherPoliciesReadEveryGrant(t *testing.T) {
 	}
 }
 
+// TestAskedUserOnlyForItsQuestion: a user holding only the grants of some resources
+// (User.Asked) is decided on by allow and allow_all of the shipped policy about those
+// resources, and refused by any other question or policy, rather than decided on grants it
+// does not hold.
+func TestAskedUserOnlyForItsQuestion(t *testing.T) {
+	ctx := context.Background()
+	shipped := mustEngine(t, Embedded())
+	other := mustEngine(t, []Module{{Name: "count.rego", Source: "package grantry.authz\n\nallow if count(input.user.resource_list) == 1\n\nallow_all := allow\n"}})
+	w := newRandomWorld()
+	a, b := w.ids[0], w.ids[1]
+	u := &User{ID: "u", Active: true, Grants: map[string]Grant{a: w.existing[a].Grant(time.Time{})}, Asked: []string{a}}
+	for _, tc := range []struct {
+		name   string
+		decide func(context.Context, Input) (bool, error)
+		ids    []string
+		ok     bool
+	}{
+		{"shipped allow, the resource asked", shipped.Allow, []string{a}, true},
+		{"shipped allow_all, the resource asked twice", shipped.AllowAll, []string{a, a}, true},
+		{"shipped allow, another resource", shipped.Allow, []string{b}, false},
+		{"shipped allow_all, another resource too", shipped.AllowAll, []string{a, b}, false},
+		{"another policy", other.Allow, []string{a}, false},
+		{"another policy's allow_all", other.AllowAll, []string{a}, false},
+		{"explain", func(ctx context.Context, in Input) (bool, error) {
+			ex, err := shipped.Explain(ctx, in)
+			return ex.Allowed, err
+		}, []string{a}, false},
+		{"permitted", func(ctx context.Context, in Input) (bool, error) {
+			ids, err := shipped.Permitted(ctx, in)
+			return len(ids) > 0, err
+		}, []string{a}, false},
+	} {
+		allowed, err := tc.decide(ctx, w.asked(u, tc.ids))
+		if tc.ok && (err != nil || !allowed) {
+			t.Errorf("%s: allowed %v, error %v; want allowed", tc.name, allowed, err)
+		}
+		if !tc.ok && (err == nil || allowed) {
+			t.Errorf("%s: allowed %v, error %v; want an error", tc.name, allowed, err)
+		}
+	}
+}
+
 // TestDecidesPerUser: only the shipped policy's decision modules, under any names, with any
 // tests, let an Engine decide per user; any other policy is asked per question.
 func TestDecidesPerUser(t *testing.T) {

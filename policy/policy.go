@@ -172,23 +172,42 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 
 // Allow evaluates the allow rule: may the user use the one resource asked about?
 func (e *Engine) Allow(ctx context.Context, in Input) (bool, error) {
-	return decide(ctx, e.allow, e.input(in))
+	v, err := e.input(in)
+	if err != nil {
+		return false, err
+	}
+	return decide(ctx, e.allow, v)
 }
 
 // AllowAll evaluates the allow_all rule: may the user use every resource asked about?
 func (e *Engine) AllowAll(ctx context.Context, in Input) (bool, error) {
-	return decide(ctx, e.allowAll, e.input(in))
+	v, err := e.input(in)
+	if err != nil {
+		return false, err
+	}
+	return decide(ctx, e.allowAll, v)
 }
 
 // input is in as allow and allow_all read it. The shipped policy reads, of the user's grants and
 // of their groups' grants, only those of the resources asked about, so it is given only those
 // (valueAsked; TestAskedInputDecidesAsTheWhole holds the two inputs to the same decisions); any
-// other policy is given them all.
-func (e *Engine) input(in Input) ast.Value {
+// other policy is given them all. A user holding only the grants of some resources (User.Asked)
+// can be decided on only by the shipped policy, about those resources.
+func (e *Engine) input(in Input) (ast.Value, error) {
 	if e.permitted == nil {
-		return in.value()
+		if err := in.whole(); err != nil {
+			return nil, err
+		}
+		return in.value(), nil
 	}
-	return in.valueAsked()
+	if u := in.User; u != nil && u.Asked != nil {
+		for _, id := range in.ResourceIDs {
+			if !slices.Contains(u.Asked, id) {
+				return nil, fmt.Errorf("user %s was read with the grants of %d resources, not of %s", u.ID, len(u.Asked), id)
+			}
+		}
+	}
+	return in.valueAsked(), nil
 }
 
 // DecidesPerUser reports whether Permitted can answer: whether the policy is the shipped one.
@@ -204,6 +223,9 @@ func (e *Engine) DecidesPerUser() bool { return e.permitted != nil }
 func (e *Engine) Permitted(ctx context.Context, in Input) ([]string, error) {
 	if e.permitted == nil {
 		return nil, errors.New("the policy does not decide per user: it is not the shipped one")
+	}
+	if err := in.whole(); err != nil {
+		return nil, err
 	}
 	rs, err := eval(ctx, *e.permitted, in.value(), rego.EvalVirtualCache(noCache{}))
 	if err != nil {
