@@ -52,7 +52,24 @@ type facts = cacheEntry[*policy.User]
 // userFacts returns what the policy reads of the organization's user, from the cache or, on a
 // miss, from the store through policyUser.
 func (s *Server) userFacts(ctx context.Context, orgID, userID string) (*facts, error) {
-	return s.cached().user(orgID, userID, func() (*policy.User, error) {
+	return s.cached().user(orgID, userID, s.loadUser(ctx, orgID, userID), nil)
+}
+
+// userFactsAsked is userFacts for one question about ids that policy d will decide. A user not
+// in memory whose first load it is (admit), when d decides per user (the shipped policy, which
+// reads of a question only the grants of the resources asked about), is read with only those
+// grants (askedUser), and kept nowhere.
+func (s *Server) userFactsAsked(ctx context.Context, orgID, userID string, d Decider, ids []string) (*facts, error) {
+	var first func() (*policy.User, error)
+	if pd, ok := d.(perUserDecider); ok && pd.DecidesPerUser() {
+		first = func() (*policy.User, error) { return s.askedUser(ctx, orgID, userID, ids) }
+	}
+	return s.cached().user(orgID, userID, s.loadUser(ctx, orgID, userID), first)
+}
+
+// loadUser returns the loader of the organization's user with all their grants.
+func (s *Server) loadUser(ctx context.Context, orgID, userID string) func() (*policy.User, error) {
+	return func() (*policy.User, error) {
 		u, err := s.store.GetUser(ctx, orgID, userID)
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, nil
@@ -61,7 +78,46 @@ func (s *Server) userFacts(ctx context.Context, orgID, userID string) (*facts, e
 			return nil, fmt.Errorf("user %s: %w", userID, err)
 		}
 		return s.policyUser(ctx, u)
-	})
+	}
+}
+
+// askedUser reads what the shipped policy reads of the organization's user for a question
+// about ids: the user with, of their own grants and their groups', only those of ids
+// (policy.User.Asked), in one read of the store (AskedGrants). A user holding no grant on one
+// of ids is not read: the question is denied without asking the policy (deniedUnheld), as a
+// user holding none would be. A million-user organization's users are nearly all read for
+// their first question: BenchmarkCheckNewUser (a user of 20 grants) went from 65–88 µs and
+// 236 allocations a check to 42–52 µs and 181 when the whole user was no longer read for it.
+func (s *Server) askedUser(ctx context.Context, orgID, userID string, ids []string) (*policy.User, error) {
+	a, err := s.store.AskedGrants(ctx, orgID, userID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("user %s: %w", userID, err)
+	}
+	if a.Held && !a.Found {
+		return nil, nil
+	}
+	pu := &policy.User{ID: userID, Active: a.Active, Grants: map[string]policy.Grant{}, Groups: make(map[string]policy.Group, len(a.Groups)), Asked: ids}
+	if !a.Held {
+		return pu, nil // holds nothing asked about, so nothing more is needed
+	}
+	names, err := s.resourceFacts(ctx, orgID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("resources asked about of %s: %w", userID, err)
+	}
+	for _, g := range a.Grants {
+		if r, ok := names[g.ResourceID]; ok {
+			pu.Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
+		}
+	}
+	for _, g := range a.Groups {
+		pu.Groups[g.ID] = policy.Group{Name: g.DisplayName, Grants: map[string]policy.Grant{}}
+	}
+	for _, g := range a.GroupGrants {
+		if r, ok := names[g.ResourceID]; ok {
+			pu.Groups[g.GroupID].Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
+		}
+	}
+	return pu, nil
 }
 
 // resourceFacts returns what the policy reads of those of ids that exist in the organization,
@@ -154,30 +210,29 @@ func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, 
 	return pu, nil
 }
 
-// answer decides whether the organization's user whose cached facts are f may use ids (with
-// all, every one of them), and returns the revision of the policy that decided. The set of
+// answer decides, with policy d of revision, whether the organization's user whose cached facts
+// are f may use ids (with all, every one of them). The set of
 // resources the user may use, or a remembered decision, needs nothing but f; only a new
 // question asks the policy: about every resource the user holds once that pays
 // (buildPermitted), or else about ids, reading their resources (decideNew).
-func (s *Server) answer(ctx context.Context, orgID string, f *facts, all bool, ids []string) (allowed bool, revision string, err error) {
-	d, revision := s.pinPolicy()
+func (s *Server) answer(ctx context.Context, orgID string, d Decider, revision string, f *facts, all bool, ids []string) (bool, error) {
 	now := s.now()
 	if p := f.permitted.Load(); p != nil && p.holds(revision, now) {
 		s.memoHits.Add(1)
-		return s.fromSet(p, all, ids), revision, nil
+		return s.fromSet(p, all, ids), nil
 	}
 	q := newQuestion(s.seed, all, ids)
 	if allowed, ok := s.remembered(f, q, revision, now); ok {
-		return allowed, revision, nil
+		return allowed, nil
 	}
 	if p := s.buildPermitted(ctx, orgID, d, revision, f, now); p != nil {
-		return s.fromSet(p, all, ids), revision, nil
+		return s.fromSet(p, all, ids), nil
 	}
 	rs, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {
-		return false, "", err
+		return false, err
 	}
-	return s.decideNew(ctx, d, revision, f, q, policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: now}), revision, nil
+	return s.decideNew(ctx, d, revision, f, q, policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: now}), nil
 }
 
 // decideFor decides in, about the user whose cached facts are f, with policy d of revision:

@@ -115,8 +115,8 @@ func BenchmarkCheck(b *testing.B) {
 // BenchmarkCheckNewUser measures a check of a user the server does not have in memory, as
 // nearly every check of a million-user organization is: 2,000 users of 20 grants each, asked
 // about in turn by a server that keeps 16 of them (and every resource), with the binary's
-// request deadline, so that each check reads the user's facts from the store and asks the
-// policy once.
+// request deadline, so that each check reads the user from the store (a first load: only the
+// grant asked about) and asks the policy once.
 func BenchmarkCheckNewUser(b *testing.B) {
 	const users, grants = 2000, 20
 	f, org, key, resources := benchFixture(b, withRequestTimeout(config.DefaultRequestTimeout), withCacheEntries(16))

@@ -277,10 +277,15 @@ func (c *accessCache[V]) resources(org string, ids []string, load func(ids []str
 }
 
 // user returns the cached entry of the organization's user, or loads its facts with load. A
-// nil cache, or max 0, loads every time.
-func (c *accessCache[V]) user(org, user string, load func() (V, error)) (*cacheEntry[V], error) {
+// user is kept from their second load on (admit); the first load, kept nowhere, is made with
+// first instead when it is not nil: a loader of only what the request asks about. A nil cache,
+// or max 0, keeps nothing and loads so every time.
+func (c *accessCache[V]) user(org, user string, load, first func() (V, error)) (*cacheEntry[V], error) {
+	if first == nil {
+		first = load
+	}
 	if c == nil || c.max <= 0 {
-		facts, err := load()
+		facts, err := first()
 		return &cacheEntry[V]{Facts: facts}, err
 	}
 	k := cacheKey{org, user}
@@ -303,14 +308,18 @@ func (c *accessCache[V]) user(org, user string, load func() (V, error)) (*cacheE
 	sh.mu.Unlock()
 	c.misses.Add(1)
 
+	if !c.admit(h) {
+		facts, err := first()
+		if err != nil {
+			return nil, err
+		}
+		return &cacheEntry[V]{key: k, gen: g, Facts: facts}, nil // first seen: for this request only
+	}
 	facts, err := load()
 	if err != nil {
 		return nil, err
 	}
 	e := &cacheEntry[V]{key: k, gen: g, Facts: facts}
-	if !c.admit(h) {
-		return e, nil // first seen: use it for this request, keep nothing
-	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.inval != inval || c.gen(o) != g {

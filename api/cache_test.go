@@ -19,7 +19,7 @@ func TestAccessCacheUsers(t *testing.T) {
 	}
 	get := func(org, user string, load func() (string, error)) *cacheEntry[string] {
 		t.Helper()
-		e, err := c.user(org, user, load)
+		e, err := c.user(org, user, load, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,11 +72,11 @@ func TestAccessCacheLoadRacingAWrite(t *testing.T) {
 				c.invalidateOrg("o")
 			}
 			return "read before the write", nil
-		})
+		}, nil)
 		if e.Facts != "read before the write" {
 			t.Fatalf("%s: the racing load was not returned", invalidate)
 		}
-		e, _ = c.user("o", "ada", func() (string, error) { return "read after", nil })
+		e, _ = c.user("o", "ada", func() (string, error) { return "read after", nil }, nil)
 		if e.Facts != "read after" {
 			t.Errorf("invalidating the %s during a load: next use got %q, want a fresh load", invalidate, e.Facts)
 		}
@@ -87,14 +87,14 @@ func TestAccessCacheIsBounded(t *testing.T) {
 	c := newAccessCache[int](64)
 	for i := range 10_000 {
 		for range 2 { // kept from the second load on
-			c.user("o", fmt.Sprint(i), func() (int, error) { return i, nil })
+			c.user("o", fmt.Sprint(i), func() (int, error) { return i, nil }, nil)
 		}
 	}
 	if n := c.len(); n > 64+cacheShards {
 		t.Errorf("%d users cached, want at most about 64", n)
 	}
 	// The most recent user is still there.
-	e, _ := c.user("o", "9999", func() (int, error) { return -1, nil })
+	e, _ := c.user("o", "9999", func() (int, error) { return -1, nil }, nil)
 	if e.Facts != 9999 {
 		t.Error("the most recently used user was evicted")
 	}
@@ -106,13 +106,13 @@ func TestAccessCacheAdmitsFromTheSecondLoad(t *testing.T) {
 	c := newAccessCache[int](1000)
 	load := func(i int) func() (int, error) { return func() (int, error) { return i, nil } }
 	for i := range 500 {
-		c.user("o", fmt.Sprint(i), load(i))
+		c.user("o", fmt.Sprint(i), load(i), nil)
 	}
 	if n := c.len(); n != 0 {
 		t.Fatalf("%d users loaded once are kept, want none", n)
 	}
 	for i := range 500 {
-		c.user("o", fmt.Sprint(i), load(i))
+		c.user("o", fmt.Sprint(i), load(i), nil)
 	}
 	// A user whose slot another took since is loaded once more: a few of 500 in 1,024 slots.
 	if n := c.len(); n < 450 {
@@ -120,7 +120,7 @@ func TestAccessCacheAdmitsFromTheSecondLoad(t *testing.T) {
 	}
 	misses := c.misses.Load()
 	for i := range 500 {
-		c.user("o", fmt.Sprint(i), load(-1))
+		c.user("o", fmt.Sprint(i), load(-1), nil)
 	}
 	if n := c.misses.Load() - misses; n > 50 {
 		t.Errorf("%d of 500 users loaded twice were loaded again", n)
@@ -131,7 +131,7 @@ func TestAccessCacheOff(t *testing.T) {
 	var c *accessCache[int]
 	loads := 0
 	for range 3 {
-		c.user("o", "u", func() (int, error) { loads++; return 0, nil })
+		c.user("o", "u", func() (int, error) { loads++; return 0, nil }, nil)
 	}
 	c.invalidateUser("o", "u")
 	c.invalidateOrg("o")

@@ -56,7 +56,7 @@ func BenchmarkDecision(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			allowed, _, err := s.answer(ctx, org, f, all, ids)
+			allowed, _, err := s.answerNow(ctx, org, f, all, ids)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func BenchmarkDecision(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i := 0; f.permitted.Load() == nil; i++ {
-			if _, _, err := s.answer(ctx, org, f, false, resources[i:i+1]); err != nil {
+			if _, _, err := s.answerNow(ctx, org, f, false, resources[i:i+1]); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -120,7 +120,7 @@ func BenchmarkDecision(b *testing.B) {
 		for b.Loop() {
 			k := i % 100 // the first 50 are granted
 			i++
-			if allowed, _, err := s.answer(ctx, org, f, false, resources[k:k+1]); err != nil || allowed != (k < 50) {
+			if allowed, _, err := s.answerNow(ctx, org, f, false, resources[k:k+1]); err != nil || allowed != (k < 50) {
 				b.Fatal("wrong answer", err)
 			}
 		}

@@ -103,7 +103,7 @@ func (s *Server) fromSet(p *permittedSet, all bool, ids []string) bool {
 func (s *Server) buildPermitted(ctx context.Context, orgID string, d Decider, revision string, f *facts, now time.Time) *permittedSet {
 	u := f.Facts
 	pd, ok := d.(perUserDecider)
-	if !ok || !pd.DecidesPerUser() || u == nil {
+	if !ok || !pd.DecidesPerUser() || u == nil || u.Asked != nil {
 		return nil
 	}
 	grants := len(u.Grants)

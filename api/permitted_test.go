@@ -98,7 +98,7 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	f := facts()
 	ask := func(all bool, ids ...string) bool {
 		t.Helper()
-		allowed, _, err := s.answer(ctx, org, f, all, ids)
+		allowed, _, err := s.answerNow(ctx, org, f, all, ids)
 		must(err)
 		return allowed
 	}
@@ -225,7 +225,7 @@ func TestUnheldDeniedWithoutAsking(t *testing.T) {
 			s := New(Config{Store: store, Decider: e, Now: func() time.Time { return now }})
 			decide := map[string]func(f *facts) bool{
 				"answer": func(f *facts) bool {
-					allowed, _, err := s.answer(ctx, org, f, tc.all, tc.ids)
+					allowed, _, err := s.answerNow(ctx, org, f, tc.all, tc.ids)
 					must(err)
 					return allowed
 				},
@@ -247,4 +247,11 @@ func TestUnheldDeniedWithoutAsking(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answerNow is answer with the policy of the moment, as check pins it.
+func (s *Server) answerNow(ctx context.Context, orgID string, f *facts, all bool, ids []string) (bool, string, error) {
+	d, revision := s.pinPolicy()
+	allowed, err := s.answer(ctx, orgID, d, revision, f, all, ids)
+	return allowed, revision, err
 }

@@ -73,12 +73,13 @@ func (s *Server) canUserAccessAll(c *gin.Context) {
 // check answers whether userID may use ids, logs the decision, and writes the answer.
 func (s *Server) check(c *gin.Context, start time.Time, endpoint, userID string, ids []string, all bool) {
 	ctx, org := c.Request.Context(), orgID(c)
-	f, err := s.userFacts(ctx, org, userID)
+	d, revision := s.pinPolicy()
+	f, err := s.userFactsAsked(ctx, org, userID, d, ids)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	allowed, revision, err := s.answer(ctx, org, f, all, ids)
+	allowed, err := s.answer(ctx, org, d, revision, f, all, ids)
 	if err != nil {
 		s.writeError(c, err)
 		return

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
+)
+
+// TestAskedUserDecidesAsTheWhole: a user read with only the grants of the resources asked
+// about (askedUser) holds exactly the whole user's grants of those, own and through groups,
+// and every check decided from it answers as the policy answers for the whole user: for
+// resources held for good, expiring, expired, through a group, removed, not held and unknown,
+// for allow and allow_all, before and after an expiry, of an inactive user and of no user.
+func TestAskedUserDecidesAsTheWhole(t *testing.T) {
+	const org = "org-1"
+	ctx := context.Background()
+	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	clock := now
+	store, id := adaStore(t, now)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// bea, inactive, holds 0 and is in ada's group.
+	_, err := store.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "bea", Email: "bea@x"}}, now)
+	must(err)
+	must(store.Grant(ctx, storage.Grant{OrgID: org, UserID: "bea", ResourceID: id(0), CreatedAt: now}))
+	_, err = store.UpdateUser(ctx, org, "int", "bea", func(u *storage.User) error { u.Active = false; return nil })
+	must(err)
+	_, err = store.UpdateGroup(ctx, org, "", "g1", func(g *storage.Group) error { g.Members = append(g.Members, "bea"); return nil })
+	must(err)
+
+	engine, err := policy.New(ctx, policy.Embedded())
+	must(err)
+	s := New(Config{Store: store, Decider: engine, Now: func() time.Time { return clock }})
+	questions := [][]string{{id(0)}, {id(1)}, {id(2)}, {id(3)}, {id(4)}, {id(5)}, {"unknown"},
+		{id(0), id(3)}, {id(0), id(4)}, {id(3), id(1)}, {id(1), id(1)}, {id(2), id(0)}}
+	for _, at := range []time.Time{now, now.Add(time.Minute), now.Add(time.Hour)} {
+		clock = at
+		for _, user := range []string{"ada", "bea", "nobody"} {
+			whole, err := s.loadUser(ctx, org, user)()
+			must(err)
+			for _, ids := range questions {
+				asked, err := s.askedUser(ctx, org, user, ids)
+				must(err)
+				if whole == nil {
+					if asked != nil && len(asked.Grants)+len(asked.Groups) > 0 {
+						t.Errorf("%s, who does not exist, was read with grants or groups: %+v", user, asked)
+					}
+				} else if asked != nil {
+					for rid, g := range asked.Grants {
+						if w, ok := whole.Grants[rid]; !ok || !strings.Contains(strings.Join(ids, ","), rid) || w.Name != g.Name || !w.ExpiresAt.Equal(g.ExpiresAt) {
+							t.Errorf("%s asked about %v was read with the grant of %s %+v; the whole user has %+v", user, ids, rid, g, w)
+						}
+					}
+					// Held all: the groups, and each grant, as the whole user's.
+					if !slices.ContainsFunc(ids, func(rid string) bool { return !whole.Holds(rid) }) {
+						for _, rid := range ids {
+							if !asked.Holds(rid) {
+								t.Errorf("%s asked about %v does not hold %s", user, ids, rid)
+							}
+						}
+						for gid, g := range whole.Groups {
+							if a, ok := asked.Groups[gid]; !ok || a.Name != g.Name || len(a.Grants) > len(ids) {
+								t.Errorf("%s asked about %v was read in group %s as %+v; the whole user is in %+v", user, ids, gid, a, g)
+							}
+						}
+					}
+				}
+				for _, all := range []bool{false, true} {
+					rs, err := s.resourceFacts(ctx, org, ids)
+					must(err)
+					want, err := engine.AllowAll(ctx, policy.Input{User: whole, ResourceIDs: ids, Resources: rs, Now: clock})
+					if !all {
+						want, err = engine.Allow(ctx, policy.Input{User: whole, ResourceIDs: ids, Resources: rs, Now: clock})
+					}
+					must(err)
+					got, _, err := s.answerNow(ctx, org, &facts{Facts: asked}, all, ids)
+					must(err)
+					if got != want {
+						t.Errorf("at %v, %s (all %v) %v: %v read as asked, %v read whole", at.Sub(now), user, all, ids, got, want)
+					}
+				}
+			}
+		}
+	}
+}
