@@ -56,7 +56,7 @@ func (s *Server) userFacts(ctx context.Context, orgID, userID string) (*facts, e
 }
 
 // userFactsAsked is userFacts for one question about ids that policy d will decide. A user not
-// in memory whose first load it is (admit), when d decides per user (the shipped policy, which
+// in memory and not kept by this load (admit), when d decides per user (the shipped policy, which
 // reads of a question only the grants of the resources asked about), is read with only those
 // grants (askedUser), and kept nowhere.
 func (s *Server) userFactsAsked(ctx context.Context, orgID, userID string, d Decider, ids []string) (*facts, error) {

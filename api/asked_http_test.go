@@ -28,8 +28,8 @@ func (s *readCounting) AskedGrants(ctx context.Context, orgID, userID string, id
 	return s.Store.AskedGrants(ctx, orgID, userID, ids)
 }
 
-// TestFirstCheckReadsOnlyTheGrantsAsked: a user's first check reads, of their grants, only those
-// asked about, and the next ones read the whole user, who is then kept; with a replaced
+// TestFirstCheckReadsOnlyTheGrantsAsked: a user's first two checks read, of their grants, only
+// those asked about, and the third reads the whole user, who is then kept; with a replaced
 // policy, which may read any grant, every check reads the whole user until it is kept.
 func TestFirstCheckReadsOnlyTheGrantsAsked(t *testing.T) {
 	src := policy.Embedded()[0].Source
@@ -40,10 +40,10 @@ func TestFirstCheckReadsOnlyTheGrantsAsked(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		decider      api.Decider // nil: the shipped policy
-		asked, whole []int64     // reads after each of three checks
+		asked, whole []int64     // reads after each of four checks
 	}{
-		{"shipped", nil, []int64{1, 1, 1}, []int64{0, 1, 1}},
-		{"replaced", replaced, []int64{0, 0, 0}, []int64{1, 2, 2}},
+		{"shipped", nil, []int64{1, 2, 2, 2}, []int64{0, 0, 1, 1}},
+		{"replaced", replaced, []int64{0, 0, 0, 0}, []int64{1, 2, 3, 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store := &readCounting{}
@@ -58,7 +58,7 @@ func TestFirstCheckReadsOnlyTheGrantsAsked(t *testing.T) {
 			f.must("POST", "/provisions/add_to_user", key, map[string]string{"user_id": ada, "svc_id": model})
 			store.asked.Store(0)
 			store.whole.Store(0)
-			for i := range 3 {
+			for i := range 4 {
 				if !f.check(key, ada, model) {
 					t.Errorf("check %d denied a granted resource", i+1)
 				}

@@ -147,7 +147,7 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 			engine, err := policy.New(ctx, policy.Embedded())
 			must(err)
 			s := New(Config{Store: raw, Decider: engine})
-			for range 2 { // a user is kept from the second load on (admit)
+			for range keptFromLoad { // a user is kept from this load on (admit)
 				if _, err := s.userFacts(ctx, org, "ada"); err != nil {
 					t.Fatal(err)
 				}
@@ -185,8 +185,9 @@ func TestSharedStoreTrustsTheCacheOnlyWhileSynced(t *testing.T) {
 		t.Fatal("the cache was used before the change feed ever confirmed it")
 	}
 	s.Synced(true)
-	read()
-	read() // a user is kept from the second load on (admit)
+	for range keptFromLoad { // a user is kept from this load on (admit)
+		read()
+	}
 	if !read() {
 		t.Fatal("the cache was not used right after the change feed confirmed it")
 	}

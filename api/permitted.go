@@ -52,9 +52,10 @@ func (p *permittedSet) permitsAll(all bool, ids []string) bool {
 // more new questions about the user than one, and than the user's grants divided by it. A user
 // asked one question never pays for a set. One asked a second is likely to be asked many more,
 // since applications check before every call a user makes, so a user with fewer than 64 grants
-// gets a set at the second new question since the user was kept in memory (the third in all:
-// the first load is not kept, and its question not counted; cache.go's admit); one with
-// thousands (whose set costs tens of ms) after a number of questions that grows with them.
+// gets a set at the second new question since the user was kept in memory (the fourth in
+// all: the loads before keptFromLoad are not kept, nor their questions counted; cache.go's
+// admit); one with thousands (whose set costs tens of ms) after a number of questions that
+// grows with them.
 // The set costs 3.4 to 6.2 µs a grant in process
 // (policy.BenchmarkPermitted: 171 µs for 50 grants, 31 ms for 5,000), and a new question about
 // 11 to 14 µs (BenchmarkDecision/miss). At grants/16, make bench's users (50 grants, four
