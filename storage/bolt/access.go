@@ -318,38 +318,39 @@ func (s *Store) GroupGrants(ctx context.Context, orgID string, groupIDs []string
 
 // AskedGrants reads in one transaction, by key, the user's grant of each resource asked about,
 // the user's groups and their grants of those resources, and the user if every one is held.
-// The check path calls it for a user not in memory, whose whole list of grants is read only
-// from their second question on: a user of a million-user organization is read from disk
-// for nearly each question, and the point reads cost less than reading every grant.
+// The check path calls it for a user not in memory and not about to be kept: a user of a
+// million-user organization is read from disk for nearly each question, and the point reads
+// cost less than reading every grant.
 func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (storage.Asked, error) {
 	ids := slices.Compact(slices.Sorted(slices.Values(resourceIDs)))
 	var a storage.Asked
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		held := make([]bool, len(ids))
-		grants := tx.Bucket(bucketGrants)
-		for i, id := range ids {
-			r, ok, err := getGrant(grants, key(orgID, userID, id))
+		err := eachAsked(tx.Bucket(bucketGrants), orgID, userID, ids, func(i int, k, v []byte) error {
+			r, err := readGrant(k, v)
 			if err != nil {
 				return err
 			}
-			if ok {
-				a.Grants, held[i] = append(a.Grants, r.grant()), true
-			}
+			a.Grants, held[i] = append(a.Grants, r.grant()), true
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		var err error
 		if a.Groups, err = userGroups(tx, orgID, userID); err != nil {
 			return err
 		}
-		groupGrants := tx.Bucket(bucketGroupGrants)
 		for _, g := range a.Groups {
-			for i, id := range ids {
-				r, ok, err := get[groupGrantRecord](groupGrants, key(orgID, g.ID, id))
-				if err != nil {
-					return err
+			err := eachAsked(tx.Bucket(bucketGroupGrants), orgID, g.ID, ids, func(i int, k, v []byte) error {
+				var r groupGrantRecord
+				if err := json.Unmarshal(v, &r); err != nil {
+					return fmt.Errorf("decode %q: %w", k, err)
 				}
-				if ok {
-					a.GroupGrants, held[i] = append(a.GroupGrants, r.groupGrant()), true
-				}
+				a.GroupGrants, held[i] = append(a.GroupGrants, r.groupGrant()), true
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 		}
 		if slices.Contains(held, false) {
@@ -373,6 +374,41 @@ func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceI
 		return cmp.Or(cmp.Compare(x.GroupID, y.GroupID), x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.ResourceID, y.ResourceID))
 	})
 	return a, nil
+}
+
+// askedPointReads bounds the resources AskedGrants reads one by one, by key, of a holder (the
+// user or a group); for more, it scans the holder's grants and keeps those asked about, so
+// that a check of a thousand tags costs no more than reading the holder's grants.
+const askedPointReads = 16
+
+// eachAsked calls fn with the index in ids (sorted, distinct) and the key and value of each
+// record of b under key(orgID, holder, id), by key or by a scan of the holder's (askedPointReads).
+func eachAsked(b *bbolt.Bucket, orgID, holder string, ids []string, fn func(i int, k, v []byte) error) error {
+	if len(ids) <= askedPointReads {
+		for i, id := range ids {
+			k := key(orgID, holder, id)
+			if v := b.Get(k); v != nil {
+				if err := fn(i, k, v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	prefix := key(orgID, holder)
+	var parts [1]string
+	for k, v := range under(b, prefix) {
+		id, ok := splitKey(parts[:0], k[len(prefix):])
+		if !ok || len(id) != 1 {
+			return fmt.Errorf("decode %q: not a key of three ids", k)
+		}
+		if i, found := slices.BinarySearch(ids, id[0]); found {
+			if err := fn(i, k, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ResourceGroupGrants returns the resource's group grants, ordered by GroupID: the order of

@@ -26,8 +26,8 @@ func testAccess(t *testing.T, open opener) {
 // testAskedGrants checks AskedGrants against the user's whole lists, filtered to the resources
 // asked about (AskedOf), and against what it must say outright: held or not, found or not.
 // u-1 holds 1 (expiring) and 2 of their own, 3 through g-1 and 2 again through g-2; u-2 is a
-// member of g-1 and inactive; u-3 holds nothing; u-1 of org-2 holds 9; "a\x00b" holds 4, and
-// "a" (a prefix of its key) nothing.
+// member of g-1 and inactive; u-3 holds none of 1 to 4; u-1 of org-2 holds 9; "a\x00b" holds
+// 4, and "a" (a prefix of its key) does not.
 func testAskedGrants(t *testing.T, open opener) {
 	s := open(t)
 	ctx := t.Context()
@@ -45,6 +45,24 @@ func testAskedGrants(t *testing.T, open opener) {
 	noErr(t, "CreateGroup(g-2)", s.CreateGroup(ctx, plainGroup("g-2", "Eng", 1, "u-1")))
 	setGroupGrant(t, s, groupGrant("g-1", 3, 3))
 	setGroupGrant(t, s, groupGrant("g-2", 2, 4))
+	// Many resources asked about at once (a store may read them otherwise than one by one):
+	// u-3 holds 10 to 19 of their own and 20 to 29 through g-3, whose other member holds 30.
+	var many []string
+	noErr(t, "CreateGroup(g-3)", s.CreateGroup(ctx, plainGroup("g-3", "Many", 1, "u-3", "a")))
+	for n := 10; n <= 30; n++ {
+		createResource(t, s, model("org-1", n, at(0)))
+		switch {
+		case n < 20:
+			grant(t, s, "org-1", "u-3", rid(n), at(n))
+		case n < 30:
+			setGroupGrant(t, s, groupGrant("g-3", n, 40-n))
+		default:
+			grant(t, s, "org-1", "a", rid(n), at(n))
+		}
+		if n < 30 {
+			many = append(many, rid(n))
+		}
+	}
 
 	for _, tc := range []struct {
 		org, user   string
@@ -60,6 +78,9 @@ func testAskedGrants(t *testing.T, open opener) {
 		{"org-1", "u-2", []string{rid(3)}, true, true, 1},
 		{"org-1", "u-2", []string{rid(2)}, false, false, 0},
 		{"org-1", "u-3", []string{rid(1)}, false, false, 0},
+		{"org-1", "u-3", many, true, true, 20},
+		{"org-1", "u-3", append([]string{rid(30)}, many...), false, false, 0},
+		{"org-1", "a", many[10:], true, true, 10},
 		{"org-1", "a", []string{rid(4)}, false, false, 0},
 		{"org-1", "a\x00b", []string{rid(4)}, true, true, 1},
 		{"org-1", "nobody", []string{rid(2)}, false, false, 0},
