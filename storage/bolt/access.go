@@ -327,10 +327,11 @@ func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceI
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		held := make([]bool, len(ids))
 		err := eachAsked(tx.Bucket(bucketGrants), orgID, userID, ids, func(i int, k, v []byte) error {
-			r, err := readGrant(k, v)
-			if err != nil {
-				return err
+			var r grantRecord // its ids are those of its key, known here
+			if err := decodeGrant(v, &r); err != nil {
+				return fmt.Errorf("decode %q: %w", k, err)
 			}
+			r.OrgID, r.UserID, r.ResourceID = orgID, userID, ids[i]
 			a.Grants, held[i] = append(a.Grants, r.grant()), true
 			return nil
 		})
