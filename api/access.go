@@ -85,8 +85,8 @@ func (s *Server) loadUser(ctx context.Context, orgID, userID string) func() (*po
 // about ids: the user with, of their own grants and their groups', only those of ids
 // (policy.User.Asked), in one read of the store (AskedGrants). A user holding no grant on one
 // of ids is not read: the question is denied without asking the policy (deniedUnheld), as a
-// user holding none would be. A million-user organization's users are nearly all read for
-// their first question: BenchmarkCheckNewUser (a user of 20 grants) went from 65–88 µs and
+// user holding none would be. A million-user organization's users are nearly all read so,
+// not being kept (admit): BenchmarkCheckNewUser (a user of 20 grants) went from 65–88 µs and
 // 236 allocations a check to 42–52 µs and 181 when the whole user was no longer read for it.
 func (s *Server) askedUser(ctx context.Context, orgID, userID string, ids []string) (*policy.User, error) {
 	a, err := s.store.AskedGrants(ctx, orgID, userID, ids)

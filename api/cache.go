@@ -295,8 +295,8 @@ func (c *accessCache[V]) resources(org string, ids []string, load func(ids []str
 
 // user returns the cached entry of the organization's user, or loads its facts with load. A
 // user is kept from their keptFromLoad-th load on (admit); the loads before, kept nowhere, are
-// made with first instead when it is not nil: a loader of only what the request asks about. A nil cache,
-// or max 0, keeps nothing and loads so every time.
+// made with first instead when it is not nil: a loader of only what the request asks about.
+// A nil cache, or max 0, keeps nothing and loads so every time.
 func (c *accessCache[V]) user(org, user string, load, first func() (V, error)) (*cacheEntry[V], error) {
 	if first == nil {
 		first = load
