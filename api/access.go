@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -50,7 +49,7 @@ func (s *Server) resourceList(ctx context.Context, orgID, userID string) ([]reso
 type facts = cacheEntry[*policy.User]
 
 // userFacts returns what the policy reads of the organization's user, from the cache or, on a
-// miss, from the store through policyUser.
+// miss, from the store (loadUser).
 func (s *Server) userFacts(ctx context.Context, orgID, userID string) (*facts, error) {
 	return s.cached().user(orgID, userID, s.loadUser(ctx, orgID, userID), nil)
 }
@@ -67,17 +66,18 @@ func (s *Server) userFactsAsked(ctx context.Context, orgID, userID string, d Dec
 	return s.cached().user(orgID, userID, s.loadUser(ctx, orgID, userID), first)
 }
 
-// loadUser returns the loader of the organization's user with all their grants.
+// loadUser returns the loader of the organization's user with all their grants and groups,
+// read at one moment (UserFacts).
 func (s *Server) loadUser(ctx context.Context, orgID, userID string) func() (*policy.User, error) {
 	return func() (*policy.User, error) {
-		u, err := s.store.GetUser(ctx, orgID, userID)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, nil
-		}
+		f, err := s.store.UserFacts(ctx, orgID, userID)
 		if err != nil {
 			return nil, fmt.Errorf("user %s: %w", userID, err)
 		}
-		return s.policyUser(ctx, u)
+		if !f.Found {
+			return nil, nil
+		}
+		return s.newPolicyUser(ctx, orgID, userID, f.User.Active, f.Grants, f.Groups, f.GroupGrants, nil)
 	}
 }
 
@@ -96,28 +96,11 @@ func (s *Server) askedUser(ctx context.Context, orgID, userID string, ids []stri
 	if a.Held && !a.Found {
 		return nil, nil
 	}
-	pu := &policy.User{ID: userID, Active: a.Active, Grants: map[string]policy.Grant{}, Groups: make(map[string]policy.Group, len(a.Groups)), Asked: ids}
 	if !a.Held {
-		return pu, nil // holds nothing asked about, so nothing more is needed
+		// Holds nothing asked about, so nothing more is needed.
+		return &policy.User{ID: userID, Grants: map[string]policy.Grant{}, Groups: map[string]policy.Group{}, Asked: ids}, nil
 	}
-	names, err := s.resourceFacts(ctx, orgID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("resources asked about of %s: %w", userID, err)
-	}
-	for _, g := range a.Grants {
-		if r, ok := names[g.ResourceID]; ok {
-			pu.Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
-		}
-	}
-	for _, g := range a.Groups {
-		pu.Groups[g.ID] = policy.Group{Name: g.DisplayName, Grants: map[string]policy.Grant{}}
-	}
-	for _, g := range a.GroupGrants {
-		if r, ok := names[g.ResourceID]; ok {
-			pu.Groups[g.GroupID].Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
-		}
-	}
-	return pu, nil
+	return s.newPolicyUser(ctx, orgID, userID, a.Active, a.Grants, a.Groups, a.GroupGrants, ids)
 }
 
 // resourceFacts returns what the policy reads of those of ids that exist in the organization,
@@ -155,45 +138,31 @@ func (s *Server) policyInput(ctx context.Context, orgID, userID string, ids []st
 	return policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: s.now()}, nil
 }
 
-// policyUser builds what the policy reads about a user: the user's own grants, and the groups
-// the user is a member of with theirs, each grant with its expiry and its resource's name.
-// Grants of resources that no longer exist are left out; expired ones are kept, for the policy
-// to tell "expired" from "not granted". It is the one place where these facts are read from
-// the store, and it never reads the clock, so that what it builds stays true until the store
-// changes and can be kept for many decisions.
-func (s *Server) policyUser(ctx context.Context, u storage.User) (*policy.User, error) {
-	grants, err := s.store.UserGrants(ctx, u.OrgID, u.ID)
-	if err != nil {
-		return nil, fmt.Errorf("grants of %s: %w", u.ID, err)
-	}
-	groups, err := s.store.UserGroups(ctx, u.OrgID, u.ID)
-	if err != nil {
-		return nil, fmt.Errorf("groups of %s: %w", u.ID, err)
-	}
-	groupIDs := make([]string, len(groups))
-	for i, g := range groups {
-		groupIDs[i] = g.ID
-	}
-	var groupGrants []storage.GroupGrant
-	if len(groupIDs) > 0 {
-		if groupGrants, err = s.store.GroupGrants(ctx, u.OrgID, groupIDs); err != nil {
-			return nil, fmt.Errorf("grants of the groups of %s: %w", u.ID, err)
+// newPolicyUser builds what the policy reads about a user from the store's parts (UserFacts or
+// AskedGrants): the user's own grants, and the groups the user is a member of with theirs, each
+// grant with its expiry and its resource's name. Grants of resources that no longer exist are
+// left out; expired ones are kept, for the policy to tell "expired" from "not granted". asked,
+// when not nil, is the resources the grants were read for (policy.User.Asked). It never reads
+// the clock, so that what it builds stays true until the store changes and can be kept for many
+// decisions.
+func (s *Server) newPolicyUser(ctx context.Context, orgID, userID string, active bool, grants []storage.Grant, groups []storage.Group, groupGrants []storage.GroupGrant, asked []string) (*policy.User, error) {
+	ids := asked
+	if ids == nil {
+		ids = make([]string, 0, len(grants)+len(groupGrants))
+		for _, g := range grants {
+			ids = append(ids, g.ResourceID)
 		}
-	}
-	ids := make([]string, 0, len(grants)+len(groupGrants))
-	for _, g := range grants {
-		ids = append(ids, g.ResourceID)
-	}
-	for _, g := range groupGrants {
-		ids = append(ids, g.ResourceID)
+		for _, g := range groupGrants {
+			ids = append(ids, g.ResourceID)
+		}
 	}
 	// The organization's resources are cached apart from its users, so that loading a user
 	// reads only the resources no other user has needed yet.
-	names, err := s.resourceFacts(ctx, u.OrgID, ids)
+	names, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {
-		return nil, fmt.Errorf("resources granted to %s: %w", u.ID, err)
+		return nil, fmt.Errorf("resources granted to %s: %w", userID, err)
 	}
-	pu := &policy.User{ID: u.ID, Active: u.Active, Grants: make(map[string]policy.Grant, len(grants)), Groups: make(map[string]policy.Group, len(groups))}
+	pu := &policy.User{ID: userID, Active: active, Grants: make(map[string]policy.Grant, len(grants)), Groups: make(map[string]policy.Group, len(groups)), Asked: asked}
 	for _, g := range grants {
 		if r, ok := names[g.ResourceID]; ok {
 			pu.Grants[g.ResourceID] = r.Grant(g.ExpiresAt)

@@ -11,16 +11,16 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// readCounting is a store that counts the reads of a user's grants: whole (UserGrants) and
+// readCounting is a store that counts the reads of a user's grants: whole (UserFacts) and
 // only those asked about (AskedGrants).
 type readCounting struct {
 	storage.Store
 	whole, asked atomic.Int64
 }
 
-func (s *readCounting) UserGrants(ctx context.Context, orgID, userID string) ([]storage.Grant, error) {
+func (s *readCounting) UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error) {
 	s.whole.Add(1)
-	return s.Store.UserGrants(ctx, orgID, userID)
+	return s.Store.UserFacts(ctx, orgID, userID)
 }
 
 func (s *readCounting) AskedGrants(ctx context.Context, orgID, userID string, ids []string) (storage.Asked, error) {

@@ -32,7 +32,7 @@ var otherMethods = []string{
 	"GetResource", "GetResources", "ResourceByName", "ListResources", "ReplaceSecret", "SwapSecret", "ResourcesWithSecrets",
 	"CreateAuthIntegration", "GetAuthIntegration", "ListAuthIntegrations", "CreateSCIMIntegration", "SCIMTokenByHash",
 	"GetUser", "ListUsers", "UserByEmail", "UsersByExternalID", "IntegrationUsers",
-	"UserGrants", "ListGrants", "ResourceGrants", "GroupGrants", "ResourceGroupGrants", "AskedGrants",
+	"UserGrants", "ListGrants", "ResourceGrants", "GroupGrants", "ResourceGroupGrants", "AskedGrants", "UserFacts",
 	"GetGroup", "GetOrgGroup", "GroupByName", "IntegrationGroups", "ListGroups", "UserGroups",
 	"AppendEvents", "ListEvents", "InsertDecisions", "ListDecisions", "DeleteDecisionsBefore",
 }

@@ -52,6 +52,10 @@ type AccessStore interface {
 	// ResourceGroupGrants returns the group grants of the organization's resource, ordered
 	// by GroupID.
 	ResourceGroupGrants(ctx context.Context, orgID, resourceID string) ([]GroupGrant, error)
+	// UserFacts returns, read at one moment, the organization's user with their grants, the
+	// groups they are a member of and the groups' grants: see Facts. It is UserFactsOf's
+	// answer, in one read.
+	UserFacts(ctx context.Context, orgID, userID string) (Facts, error)
 	// AskedGrants returns, read at one moment, what a question about whether the
 	// organization's user may use resourceIDs reads of the user when it reads only the grants
 	// of those resources (the shipped policy's allow and allow_all): see Asked. It is
@@ -72,6 +76,49 @@ type GroupGrant struct {
 	CreatedAt  time.Time
 	// ExpiresAt is when the grant stops allowing; zero means never.
 	ExpiresAt time.Time
+}
+
+// Facts is what the policy may read of a user: the user, and their grants and groups'.
+type Facts struct {
+	// Found is whether the organization has the user; when not, the rest is empty.
+	Found bool
+	User  User
+	// Grants are the user's own grants, in UserGrants' order.
+	Grants []Grant
+	// Groups are the groups the user is a member of, in UserGroups' order, and GroupGrants
+	// their grants, in GroupGrants' order.
+	Groups      []Group
+	GroupGrants []GroupGrant
+}
+
+// UserFactsOf builds Facts with the store's methods of each part (GetUser, UserGrants,
+// UserGroups, GroupGrants), each read on its own: for a store with no way to read them at one
+// moment, and as the reference UserFacts is tested against.
+func UserFactsOf(ctx context.Context, st Store, orgID, userID string) (Facts, error) {
+	u, err := st.GetUser(ctx, orgID, userID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Facts{}, nil
+	case err != nil:
+		return Facts{}, err
+	}
+	f := Facts{Found: true, User: u}
+	if f.Grants, err = st.UserGrants(ctx, orgID, userID); err != nil {
+		return Facts{}, err
+	}
+	if f.Groups, err = st.UserGroups(ctx, orgID, userID); err != nil {
+		return Facts{}, err
+	}
+	if len(f.Groups) > 0 {
+		ids := make([]string, len(f.Groups))
+		for i, g := range f.Groups {
+			ids[i] = g.ID
+		}
+		if f.GroupGrants, err = st.GroupGrants(ctx, orgID, ids); err != nil {
+			return Facts{}, err
+		}
+	}
+	return f, nil
 }
 
 // Asked is what one question reads of a user: of the user's grants and of their groups', only

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -293,27 +294,69 @@ func (s *Store) RevokeGroupGrant(ctx context.Context, orgID, groupID, resourceID
 // GroupGrants returns the grants of the groups, ordered by GroupID, then CreatedAt, then
 // ResourceID, all read in one transaction.
 func (s *Store) GroupGrants(ctx context.Context, orgID string, groupIDs []string) ([]storage.GroupGrant, error) {
-	ids := slices.Compact(slices.Sorted(slices.Values(groupIDs)))
 	var out []storage.GroupGrant
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		for _, id := range ids {
-			recs, err := scan[groupGrantRecord](tx.Bucket(bucketGroupGrants), key(orgID, id))
-			if err != nil {
-				return err
-			}
-			slices.SortFunc(recs, func(a, b groupGrantRecord) int {
-				return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ResourceID, b.ResourceID))
-			})
-			for _, r := range recs {
-				out = append(out, r.groupGrant())
-			}
-		}
-		return nil
+		var err error
+		out, err = groupGrants(tx, orgID, groupIDs)
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list grants of %d groups: %w", len(ids), err)
+		return nil, fmt.Errorf("list grants of %d groups: %w", len(groupIDs), err)
 	}
 	return out, nil
+}
+
+// groupGrants reads in tx the grants of the groups, in GroupGrants' order.
+func groupGrants(tx *bbolt.Tx, orgID string, groupIDs []string) ([]storage.GroupGrant, error) {
+	var out []storage.GroupGrant
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(groupIDs))) {
+		recs, err := scan[groupGrantRecord](tx.Bucket(bucketGroupGrants), key(orgID, id))
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(recs, func(a, b groupGrantRecord) int {
+			return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ResourceID, b.ResourceID))
+		})
+		for _, r := range recs {
+			out = append(out, r.groupGrant())
+		}
+	}
+	return out, nil
+}
+
+// UserFacts reads the user, their grants, groups and the groups' grants in one transaction,
+// so that a decision is never made from parts read on either side of a write: a user's
+// membership and a group's grant, say, that were never both true.
+func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error) {
+	var f storage.Facts
+	err := s.view(ctx, func(tx *bbolt.Tx) error {
+		u, err := getUser(tx, orgID, userID)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		f.Found, f.User = true, u
+		recs, err := userGrants(tx.Bucket(bucketGrants), orgID, userID)
+		if err != nil {
+			return err
+		}
+		f.Grants = userGrantsInOrder(recs)
+		if f.Groups, err = userGroups(tx, orgID, userID); err != nil || len(f.Groups) == 0 {
+			return err
+		}
+		ids := make([]string, len(f.Groups))
+		for i, g := range f.Groups {
+			ids[i] = g.ID
+		}
+		f.GroupGrants, err = groupGrants(tx, orgID, ids)
+		return err
+	})
+	if err != nil {
+		return storage.Facts{}, fmt.Errorf("facts of user %s: %w", userID, err)
+	}
+	return f, nil
 }
 
 // AskedGrants reads in one transaction, by key, the user's grant of each resource asked about,

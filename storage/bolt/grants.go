@@ -150,10 +150,15 @@ func (s *Store) UserGrants(ctx context.Context, orgID, userID string) ([]storage
 	if err != nil {
 		return nil, fmt.Errorf("list grants of %s: %w", userID, err)
 	}
+	return userGrantsInOrder(recs), nil
+}
+
+// userGrantsInOrder returns one user's grant records as grants, in UserGrants' order.
+func userGrantsInOrder(recs []grantRecord) []storage.Grant {
 	slices.SortFunc(recs, func(a, b grantRecord) int {
 		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ResourceID, b.ResourceID))
 	})
-	return grantsOf(recs), nil
+	return grantsOf(recs)
 }
 
 // ListGrants returns every grant of the organization, ordered by UserID, then CreatedAt, then

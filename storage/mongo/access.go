@@ -263,6 +263,17 @@ func (s *Store) RevokeGroupGrant(ctx context.Context, orgID, groupID, resourceID
 	return res.DeletedCount > 0, nil
 }
 
+// UserFacts is storage.UserFactsOf: the user's parts read one after the other, as the check
+// path has always read them from MongoDB (whose multi-document transactions need a replica set
+// and FerretDB lacks).
+func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error) {
+	f, err := storage.UserFactsOf(ctx, s, orgID, userID)
+	if err != nil {
+		return storage.Facts{}, fmt.Errorf("facts of user %s: %w", userID, err)
+	}
+	return f, nil
+}
+
 // AskedGrants is storage.AskedOf: the user's whole lists, read as the check path has always
 // read them from MongoDB, and filtered to the resources asked about.
 func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (storage.Asked, error) {

@@ -20,11 +20,12 @@ func testAccess(t *testing.T, open opener) {
 	t.Run("DeleteExpiredGrants", func(t *testing.T) { testDeleteExpiredGrants(t, open) })
 	t.Run("ListAPIKeys", func(t *testing.T) { testListAPIKeys(t, open) })
 	t.Run("IDsThatBeginWithAnother", func(t *testing.T) { testIDsThatBeginWithAnother(t, open) })
-	t.Run("AskedGrants", func(t *testing.T) { testAskedGrants(t, open) })
+	t.Run("UserFactsAndAskedGrants", func(t *testing.T) { testAskedGrants(t, open) })
 }
 
 // testAskedGrants checks AskedGrants against the user's whole lists, filtered to the resources
-// asked about (AskedOf), and against what it must say outright: held or not, found or not.
+// asked about (AskedOf), and against what it must say outright: held or not, found or not; and
+// UserFacts against each part's method (UserFactsOf).
 // u-1 holds 1 (expiring) and 2 of their own, 3 through g-1 and 2 again through g-2; u-2 is a
 // member of g-1 and inactive; u-3 holds none of 1 to 4; u-1 of org-2 holds 9; "a\x00b" holds
 // 4, and "a" (a prefix of its key) does not.
@@ -106,6 +107,33 @@ func testAskedGrants(t *testing.T, open opener) {
 			t.Errorf("%s: %d grants and %d group grants, want %d in all", call, len(got.Grants), len(got.GroupGrants), tc.grants)
 		}
 	}
+	// UserFacts: every part, read at one moment, as each part's method reads it.
+	for _, tc := range []struct {
+		org, user                   string
+		grants, groups, groupGrants int // -1: no such user
+	}{
+		{"org-1", "u-1", 2, 2, 2},
+		{"org-1", "u-2", 0, 1, 1},
+		{"org-1", "u-3", 10, 1, 10},
+		{"org-1", "a", 1, 1, 10},
+		{"org-1", "a\x00b", 1, 0, 0},
+		{"org-1", "nobody", -1, -1, -1},
+		{"org-2", "u-1", 1, 0, 0},
+	} {
+		call := fmt.Sprintf("UserFacts(%s, %q)", tc.org, tc.user)
+		got, err := s.UserFacts(ctx, tc.org, tc.user)
+		noErr(t, call, err)
+		want, err := storage.UserFactsOf(ctx, s, tc.org, tc.user)
+		noErr(t, "UserFactsOf", err)
+		diff(t, call+" against each part's method", want, got, equateEmpty)
+		if got.Found != (tc.grants >= 0) || (got.Found && (got.User.ID != tc.user || got.User.OrgID != tc.org)) {
+			t.Errorf("%s: found %v (user %q of %s)", call, got.Found, got.User.ID, got.User.OrgID)
+		}
+		if n := [3]int{len(got.Grants), len(got.Groups), len(got.GroupGrants)}; tc.grants >= 0 && n != [3]int{tc.grants, tc.groups, tc.groupGrants} {
+			t.Errorf("%s: %v grants, groups and group grants, want %v", call, n, [3]int{tc.grants, tc.groups, tc.groupGrants})
+		}
+	}
+
 	u2, err := s.AskedGrants(ctx, "org-1", "u-2", []string{rid(3)})
 	noErr(t, "AskedGrants(u-2)", err)
 	if len(u2.Groups) != 1 || u2.Groups[0].DisplayName != "Ops" {
