@@ -360,7 +360,8 @@ func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Fa
 }
 
 // AskedGrants reads in one transaction, by key, the user's grant of each resource asked about,
-// the user's groups and their grants of those resources, and the user if every one is held.
+// the user's groups and their grants of those resources, and, if every one is held, whether
+// the user exists and is active.
 // The check path calls it for a user not in memory and not about to be kept: a user of a
 // million-user organization is read from disk for nearly each question, and the point reads
 // cost less than reading every grant.
