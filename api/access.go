@@ -77,7 +77,7 @@ func (s *Server) loadUser(ctx context.Context, orgID, userID string) func() (*po
 		if !f.Found {
 			return nil, nil
 		}
-		return s.newPolicyUser(ctx, orgID, userID, f.User.Active, f.Grants, f.Groups, f.GroupGrants, nil)
+		return s.newPolicyUser(ctx, orgID, userID, f.User.Active, f.Holdings, nil)
 	}
 }
 
@@ -97,10 +97,9 @@ func (s *Server) askedUser(ctx context.Context, orgID, userID string, ids []stri
 		return nil, nil
 	}
 	if !a.Held {
-		// Holds nothing asked about, so nothing more is needed.
-		return &policy.User{ID: userID, Grants: map[string]policy.Grant{}, Groups: map[string]policy.Group{}, Asked: ids}, nil
+		return &policy.User{ID: userID, Asked: ids}, nil // holds none of ids: nothing more is needed
 	}
-	return s.newPolicyUser(ctx, orgID, userID, a.Active, a.Grants, a.Groups, a.GroupGrants, ids)
+	return s.newPolicyUser(ctx, orgID, userID, a.Active, a.Holdings, ids)
 }
 
 // resourceFacts returns what the policy reads of those of ids that exist in the organization,
@@ -138,21 +137,21 @@ func (s *Server) policyInput(ctx context.Context, orgID, userID string, ids []st
 	return policy.Input{User: f.Facts, ResourceIDs: ids, Resources: rs, Now: s.now()}, nil
 }
 
-// newPolicyUser builds what the policy reads about a user from the store's parts (UserFacts or
-// AskedGrants): the user's own grants, and the groups the user is a member of with theirs, each
-// grant with its expiry and its resource's name. Grants of resources that no longer exist are
+// newPolicyUser builds what the policy reads about a user from their holdings as the store read
+// them (UserFacts or AskedGrants): the user's own grants, and the groups the user is a member
+// of with theirs, each grant with its expiry and its resource's name. Grants of resources that no longer exist are
 // left out; expired ones are kept, for the policy to tell "expired" from "not granted". asked,
 // when not nil, is the resources the grants were read for (policy.User.Asked). It never reads
 // the clock, so that what it builds stays true until the store changes and can be kept for many
 // decisions.
-func (s *Server) newPolicyUser(ctx context.Context, orgID, userID string, active bool, grants []storage.Grant, groups []storage.Group, groupGrants []storage.GroupGrant, asked []string) (*policy.User, error) {
+func (s *Server) newPolicyUser(ctx context.Context, orgID, userID string, active bool, h storage.Holdings, asked []string) (*policy.User, error) {
 	ids := asked
 	if ids == nil {
-		ids = make([]string, 0, len(grants)+len(groupGrants))
-		for _, g := range grants {
+		ids = make([]string, 0, len(h.Grants)+len(h.GroupGrants))
+		for _, g := range h.Grants {
 			ids = append(ids, g.ResourceID)
 		}
-		for _, g := range groupGrants {
+		for _, g := range h.GroupGrants {
 			ids = append(ids, g.ResourceID)
 		}
 	}
@@ -162,16 +161,16 @@ func (s *Server) newPolicyUser(ctx context.Context, orgID, userID string, active
 	if err != nil {
 		return nil, fmt.Errorf("resources granted to %s: %w", userID, err)
 	}
-	pu := &policy.User{ID: userID, Active: active, Grants: make(map[string]policy.Grant, len(grants)), Groups: make(map[string]policy.Group, len(groups)), Asked: asked}
-	for _, g := range grants {
+	pu := &policy.User{ID: userID, Active: active, Grants: make(map[string]policy.Grant, len(h.Grants)), Groups: make(map[string]policy.Group, len(h.Groups)), Asked: asked}
+	for _, g := range h.Grants {
 		if r, ok := names[g.ResourceID]; ok {
 			pu.Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
 		}
 	}
-	for _, g := range groups {
+	for _, g := range h.Groups {
 		pu.Groups[g.ID] = policy.Group{Name: g.DisplayName, Grants: map[string]policy.Grant{}}
 	}
-	for _, g := range groupGrants {
+	for _, g := range h.GroupGrants {
 		if r, ok := names[g.ResourceID]; ok {
 			pu.Groups[g.GroupID].Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
 		}

@@ -78,17 +78,21 @@ type GroupGrant struct {
 	ExpiresAt time.Time
 }
 
-// Facts is what the policy may read of a user: the user, and their grants and groups'.
+// Holdings are a user's grants and groups as the policy reads them: the user's own grants, in
+// UserGrants' order, and the groups the user is a member of, in UserGroups' order, with their
+// grants, in GroupGrants' order.
+type Holdings struct {
+	Grants      []Grant
+	Groups      []Group
+	GroupGrants []GroupGrant
+}
+
+// Facts is what the policy may read of a user: the user, and all their holdings.
 type Facts struct {
 	// Found is whether the organization has the user; when not, the rest is empty.
 	Found bool
 	User  User
-	// Grants are the user's own grants, in UserGrants' order.
-	Grants []Grant
-	// Groups are the groups the user is a member of, in UserGroups' order, and GroupGrants
-	// their grants, in GroupGrants' order.
-	Groups      []Group
-	GroupGrants []GroupGrant
+	Holdings
 }
 
 // UserFactsOf builds Facts with the store's methods of each part (GetUser, UserGrants,
@@ -121,8 +125,8 @@ func UserFactsOf(ctx context.Context, st Store, orgID, userID string) (Facts, er
 	return f, nil
 }
 
-// Asked is what one question reads of a user: of the user's grants and of their groups', only
-// those of the resources asked about.
+// Asked is what one question reads of a user: of the user's holdings, only the grants of the
+// resources asked about (every group, with only those of its grants).
 type Asked struct {
 	// Held is whether each resource asked about is granted, live or expired, to the user or to
 	// a group of theirs. When one is not, the user is not read (Found and Active are false):
@@ -132,64 +136,39 @@ type Asked struct {
 	// Found is whether the organization has the user, and Active whether the user is active:
 	// all the policy reads of the user's record.
 	Found, Active bool
-	// Grants are the user's own grants of the resources asked about, in UserGrants' order.
-	Grants []Grant
-	// Groups are every group the user is a member of, in UserGroups' order, and GroupGrants
-	// their grants of the resources asked about, in GroupGrants' order.
-	Groups      []Group
-	GroupGrants []GroupGrant
+	Holdings
 }
 
-// AskedOf builds Asked from the store's whole lists of the user (UserGrants, UserGroups,
-// GroupGrants, GetUser), each read on its own: for a store with no cheaper way, and as the
-// reference AskedGrants is tested against.
+// AskedOf builds Asked from the user's whole facts (UserFactsOf): for a store with no cheaper
+// way, and as the reference AskedGrants is tested against.
 func AskedOf(ctx context.Context, st Store, orgID, userID string, resourceIDs []string) (Asked, error) {
-	asked := make(map[string]bool, len(resourceIDs)) // whether held
-	for _, id := range resourceIDs {
-		asked[id] = false
-	}
-	var a Asked
-	grants, err := st.UserGrants(ctx, orgID, userID)
+	f, err := UserFactsOf(ctx, st, orgID, userID)
 	if err != nil {
 		return Asked{}, err
 	}
-	for _, g := range grants {
-		if _, ok := asked[g.ResourceID]; ok {
-			a.Grants, asked[g.ResourceID] = append(a.Grants, g), true
+	held := make(map[string]bool, len(resourceIDs))
+	for _, id := range resourceIDs {
+		held[id] = false
+	}
+	var a Asked
+	a.Groups = f.Groups
+	for _, g := range f.Grants {
+		if _, ok := held[g.ResourceID]; ok {
+			a.Grants, held[g.ResourceID] = append(a.Grants, g), true
 		}
 	}
-	if a.Groups, err = st.UserGroups(ctx, orgID, userID); err != nil {
-		return Asked{}, err
-	}
-	if len(a.Groups) > 0 {
-		ids := make([]string, len(a.Groups))
-		for i, g := range a.Groups {
-			ids[i] = g.ID
-		}
-		groupGrants, err := st.GroupGrants(ctx, orgID, ids)
-		if err != nil {
-			return Asked{}, err
-		}
-		for _, g := range groupGrants {
-			if _, ok := asked[g.ResourceID]; ok {
-				a.GroupGrants, asked[g.ResourceID] = append(a.GroupGrants, g), true
-			}
-		}
-	}
-	for _, held := range asked {
-		if !held {
-			return a, nil
+	for _, g := range f.GroupGrants {
+		if _, ok := held[g.ResourceID]; ok {
+			a.GroupGrants, held[g.ResourceID] = append(a.GroupGrants, g), true
 		}
 	}
 	a.Held = true
-	u, err := st.GetUser(ctx, orgID, userID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return a, nil
-	case err != nil:
-		return Asked{}, err
+	for _, h := range held {
+		a.Held = a.Held && h
 	}
-	a.Found, a.Active = true, u.Active
+	if a.Held {
+		a.Found, a.Active = f.Found, f.User.Active
+	}
 	return a, nil
 }
 
