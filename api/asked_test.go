@@ -22,12 +22,7 @@ func TestAskedUserDecidesAsTheWhole(t *testing.T) {
 	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 	clock := now
 	store, id := adaStore(t, now)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := fatalOn(t)
 	// bea, inactive, holds 0 and is in ada's group.
 	_, err := store.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "bea", Email: "bea@x"}}, now)
 	must(err)

@@ -21,11 +21,7 @@ func BenchmarkDecision(b *testing.B) {
 	store := bolttest.Open(b)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := store.NewLoader(0)
-	must := func(err error) {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
+	must := fatalOn(b)
 	must(l.AddIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "dir", Name: "dir", Type: "import", CreatedAt: at}))
 	var resources []string
 	for i := range 5000 {

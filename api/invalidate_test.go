@@ -127,12 +127,7 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			raw := bolttest.Open(t)
-			must := func(err error) {
-				t.Helper()
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			must := fatalOn(t)
 			must(raw.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
 			must(raw.CreateResource(ctx, storage.Resource{OrgID: org, ID: res, Kind: storage.KindModel, Source: storage.SourceCustom, Name: "m", CreatedAt: now}))
 			must(raw.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "int", Name: "hr", Type: "import", CreatedAt: now}))

@@ -44,12 +44,7 @@ func adaStore(t *testing.T, now time.Time) (storage.Store, func(int) string) {
 	const org = "org-1"
 	ctx := context.Background()
 	store := bolttest.Open(t)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := fatalOn(t)
 	id := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
 	must(store.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
 	for i := range 6 {
@@ -79,12 +74,7 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 	clock := now
 	store, id := adaStore(t, now)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := fatalOn(t)
 
 	engine, err := policy.New(ctx, policy.Embedded())
 	must(err)
@@ -189,12 +179,7 @@ func TestUnheldDeniedWithoutAsking(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 	store, id := adaStore(t, now)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	must := fatalOn(t)
 	shipped, err := policy.New(ctx, policy.Embedded())
 	must(err)
 	src := policy.Embedded()[0].Source
@@ -254,4 +239,14 @@ func (s *Server) answerNow(ctx context.Context, orgID string, f *facts, all bool
 	d, revision := s.pinPolicy()
 	allowed, err := s.answer(ctx, orgID, d, revision, f, all, ids)
 	return allowed, revision, err
+}
+
+// fatalOn returns a function that ends the test or benchmark tb at once on an error.
+func fatalOn(tb testing.TB) func(error) {
+	return func(err error) {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
