@@ -170,8 +170,8 @@ func (c *accessCache[V]) shard(h uint64) *cacheShard[V] { return &c.shards[h%cac
 
 // keptFromLoad is the load of a user from which the user is kept (admit). Until then a user is
 // read for one check and dropped: under the shipped policy with only the grants that check
-// asks about (userFactsAsked), which costs about half a whole user's read, and a whole user kept
-// pays only if asked about again and again. Users of a million-user organization asked about
+// asks about (userFactsAsked), a check of whom costs about two thirds of one reading the whole
+// user (BenchmarkCheckNewUser), and a whole user kept pays only if asked about again and again. Users of a million-user organization asked about
 // at random are rarely asked about a third time: on one seeded store, make bench-large's load
 // (three 8 s runs, pinned) served 13,115, 10,508 and 8,490 checks/s keeping users from their
 // second load, falling as more users were asked about a second time, against 14,555, 13,861
