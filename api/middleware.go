@@ -19,8 +19,12 @@ func (s *Server) requestID(c *gin.Context) {
 	if !validRequestID(id) {
 		id = uid.New()
 	}
-	c.Request = c.Request.WithContext(&requestContext{Context: c.Request.Context(), id: id})
-	c.Header("X-Request-ID", id)
+	r := &requestContext{Context: c.Request.Context(), id: id}
+	c.Request = c.Request.WithContext(r)
+	// As c.Header("X-Request-ID", id), without the canonical key and the value slice it would
+	// make each request: the value lives in r.
+	r.idHeader[0] = id
+	c.Writer.Header()["X-Request-Id"] = r.idHeader[:]
 	c.Next()
 }
 

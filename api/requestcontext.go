@@ -25,8 +25,11 @@ type requestContext struct {
 
 	id, orgID, keyID, keyScope, scimIntegration string
 
-	caller   context.Context // the parent with the caller's values (setCaller); nil until then
-	deadline time.Time       // zero: none
+	caller    storage.Actor // who makes the request's changes, for the store (setCaller)
+	hasCaller bool          // setCaller has been called
+	deadline  time.Time     // zero: none
+
+	idHeader [1]string // the X-Request-Id header's value, id
 
 	mu       sync.Mutex
 	timed    context.Context // made by Done
@@ -50,19 +53,23 @@ func requestOf(c *gin.Context) *requestContext {
 	return &requestContext{Context: ctx}
 }
 
+// Value answers the store's keys itself (storage.ActorKey and RequestIDKey) once the caller is
+// known: as storage.WithActor and WithRequestID would, without the two contexts they make.
 func (r *requestContext) Value(key any) any {
 	switch {
 	case key == (requestContextKey{}):
 		return r
-	case r.caller != nil:
-		return r.caller.Value(key)
+	case r.hasCaller && key == storage.ActorKey:
+		return r.caller
+	case r.hasCaller && key == storage.RequestIDKey:
+		return r.id
 	}
 	return r.Context.Value(key)
 }
 
 // setCaller makes the caller, and the request's id, known to the store through the context.
 func (r *requestContext) setCaller(a storage.Actor) {
-	r.caller = storage.WithRequestID(storage.WithActor(r.Context, a), r.id)
+	r.caller, r.hasCaller = a, true
 }
 
 // The deadline is context.WithDeadline's without its cost where nothing waits on it. The

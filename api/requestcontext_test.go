@@ -106,6 +106,9 @@ func TestRequestContextCarriesTheCaller(t *testing.T) {
 	if a := storage.ActorFrom(rc); a.Kind != storage.ActorSystem {
 		t.Errorf("before setCaller, the actor is %+v, want the system", a)
 	}
+	if id := storage.RequestIDFrom(rc); id != "" {
+		t.Errorf("before setCaller, the request id is %q, want none", id)
+	}
 	caller := storage.Actor{Kind: storage.ActorAPIKey, ID: "key-1"}
 	rc.setCaller(caller)
 	var ctx context.Context = rc

@@ -157,6 +157,41 @@ func TestRequestID(t *testing.T) {
 	}
 }
 
+// TestCheckAnswerOnTheWire: a check answers a bare JSON boolean, typed as JSON, with one
+// request id, whichever way it goes: the answer is written by hand, not by gin's c.Data.
+func TestCheckAnswerOnTheWire(t *testing.T) {
+	f := newFixture(t)
+	_, key := f.org("acme")
+	model, user := f.model(key, "gpt"), f.user(key, "ada@example.com")
+	f.must("POST", "/provisions/add_to_user", key, map[string]string{"user_id": user, "svc_id": model})
+	other := f.model(key, "claude")
+	tests := []struct {
+		path string
+		body any
+		want string
+	}{
+		{"/provisions/can_user_access", map[string]string{"user_id": user, "svc_id": model}, "true"},
+		{"/provisions/can_user_access", map[string]string{"user_id": user, "svc_id": other}, "false"},
+		{"/provisions/can_user_access_all", map[string]any{"user_id": user, "tags": []string{model}}, "true"},
+		{"/provisions/can_user_access_all", map[string]any{"user_id": user, "tags": []string{model, other}}, "false"},
+	}
+	for _, tt := range tests {
+		// Twice: the second answer comes from memory.
+		for range 2 {
+			r := f.do("POST", tt.path, key, tt.body)
+			if r.Status != http.StatusOK || string(r.Body) != tt.want {
+				t.Fatalf("POST %s %v = %d %s, want 200 %s", tt.path, tt.body, r.Status, r.Body, tt.want)
+			}
+			if ct := r.Header.Values("Content-Type"); len(ct) != 1 || ct[0] != "application/json; charset=utf-8" {
+				t.Errorf("POST %s: Content-Type = %q, want one application/json; charset=utf-8", tt.path, ct)
+			}
+			if ids := r.Header.Values("X-Request-ID"); len(ids) != 1 || len(ids[0]) != 36 {
+				t.Errorf("POST %s: X-Request-ID = %q, want one generated id", tt.path, ids)
+			}
+		}
+	}
+}
+
 func TestListPathsWithAndWithoutSlash(t *testing.T) {
 	f := newFixture(t)
 	_, key := f.org("acme")

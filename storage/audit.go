@@ -28,15 +28,24 @@ const (
 
 type actorKey struct{}
 
+// ActorKey and RequestIDKey are the context keys under which WithActor and WithRequestID put
+// their values: an Actor and a string. A context type of its own may answer them from its Value
+// method instead, as the API's request context does, sparing a request the two contexts (and
+// the boxed Actor) that WithActor and WithRequestID make.
+var (
+	ActorKey     any = actorKey{}
+	RequestIDKey any = requestIDKey{}
+)
+
 // WithActor returns a context that carries a as the actor of the changes made with it.
 func WithActor(ctx context.Context, a Actor) context.Context {
-	return context.WithValue(ctx, actorKey{}, a)
+	return context.WithValue(ctx, ActorKey, a)
 }
 
 // ActorFrom returns the actor carried by ctx, or the system actor when there is none, so that
 // an audit event always names someone.
 func ActorFrom(ctx context.Context) Actor {
-	if a, ok := ctx.Value(actorKey{}).(Actor); ok && a.Kind != "" {
+	if a, ok := ctx.Value(ActorKey).(Actor); ok && a.Kind != "" {
 		return a
 	}
 	return Actor{Kind: ActorSystem}
@@ -47,12 +56,12 @@ type requestIDKey struct{}
 // WithRequestID returns a context that carries the id of the request whose changes are made
 // with it, so that an audit event can be matched with the request's log lines.
 func WithRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
+	return context.WithValue(ctx, RequestIDKey, id)
 }
 
 // RequestIDFrom returns the request id carried by ctx, or "" when there is none.
 func RequestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
+	id, _ := ctx.Value(RequestIDKey).(string)
 	return id
 }
 
