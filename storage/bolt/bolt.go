@@ -194,7 +194,11 @@ func key(parts ...string) []byte {
 	for _, p := range parts {
 		n += len(p) + 1
 	}
-	k := make([]byte, 0, n)
+	return appendKey(make([]byte, 0, n), parts...)
+}
+
+// appendKey appends to k the key of parts, as key makes it.
+func appendKey(k []byte, parts ...string) []byte {
 	for _, p := range parts {
 		for i := 0; i < len(p); i++ {
 			if p[i] == 0 {

@@ -71,8 +71,9 @@ func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decisio
 		// its value until the transaction commits, and a value is never written again once
 		// put (when the array grows, those put before keep the old one).
 		values := make([]byte, 0, 128*len(decisions))
+		var k []byte // each key in turn: bbolt's Put copies the key (since v1.4), unlike the value
 		for _, d := range decisions {
-			k := key(d.OrgID, d.ID)
+			k = appendKey(k[:0], d.OrgID, d.ID)
 			if found, _ := c.Seek(k); bytes.Equal(found, k) {
 				continue
 			}
