@@ -155,3 +155,60 @@ func TestWriterKeepsItsBuffer(t *testing.T) {
 		t.Errorf("writing %d lines (ten flushes) made %.0f allocations, want at most a few a flush", lines, allocs)
 	}
 }
+
+// blockingWriter blocks every Write until release is closed, and tells started when one has
+// begun.
+type blockingWriter struct {
+	syncBuffer
+	started chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	select {
+	case b.started <- struct{}{}:
+	default:
+	}
+	<-b.release
+	return b.syncBuffer.Write(p)
+}
+
+// TestWriteDoesNotWaitForTheUnderlyingWriter: while a flush is stuck in the underlying
+// writer, lines are still taken at once, and are written after what that flush took, in
+// order. With one buffer held under one lock, every request's log line waited for each flush.
+func TestWriteDoesNotWaitForTheUnderlyingWriter(t *testing.T) {
+	out := &blockingWriter{started: make(chan struct{}, 1), release: make(chan struct{})}
+	w := logbuf.New(out)
+	w.Write([]byte("first\n"))
+	flushed := make(chan error, 1)
+	go func() { flushed <- w.Flush() }()
+	<-out.started // the flush is now inside the underlying writer, with "first" taken
+
+	wrote := make(chan struct{})
+	go func() {
+		for i := range 100 {
+			fmt.Fprintf(w, "line %d\n", i)
+		}
+		close(wrote)
+	}()
+	select {
+	case <-wrote:
+	case <-time.After(5 * time.Second):
+		close(out.release)
+		t.Fatal("Write waited for a flush stuck in the underlying writer")
+	}
+	close(out.release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := "first\n"
+	for i := range 100 {
+		want += fmt.Sprintf("line %d\n", i)
+	}
+	if got := out.String(); got != want {
+		t.Errorf("written %q, want %q", got, want)
+	}
+}
