@@ -23,9 +23,10 @@ const (
 // each Write is passed on whole and in order. Close writes what is held.
 //
 // Lines are held in one buffer while the other is being written out, so that a Write waits
-// only for another Write's copy, never for the underlying writer: with one buffer, every
-// request's access-log line waited behind each 64 KiB write to stderr, and that lock was
-// nearly all of the contention a mutex profile of a loaded server showed.
+// for the underlying writer only when maxHeld bytes have piled up behind a write still under
+// way: with one buffer, every request's access-log line waited behind each 64 KiB write to
+// stderr, and that lock was nearly all of the contention a mutex profile of a loaded server
+// showed.
 type Writer struct {
 	// outMu is held while writing to out, and taken before mu, so that what is taken from
 	// held is written in the order it was taken.
