@@ -1,9 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestDecodeCheckFast(t *testing.T) {
@@ -124,7 +127,24 @@ func FuzzDecodeCheckAllFast(f *testing.F) {
 	}
 	v := newValidator()
 	f.Fuzz(func(t *testing.T, body []byte) {
+		orig := bytes.Clone(body)
 		fast, ok := decodeCheckAllFast(body)
+		// The fast path puts tags in canonical form where they lie in body: whether it
+		// accepted body or not, the full decoder must read body as it read the original.
+		var before, after accessAllRequest
+		errBefore, errAfter := decodeBody(v, orig, &before), decodeBody(v, body, &after)
+		if fmt.Sprint(errBefore) != fmt.Sprint(errAfter) {
+			t.Fatalf("after the fast path, the full decoder read %q as %v, the original as %v", body, errAfter, errBefore)
+		}
+		for i := range before.Tags {
+			before.Tags[i] = canonicalID(before.Tags[i])
+		}
+		for i := range after.Tags {
+			after.Tags[i] = canonicalID(after.Tags[i])
+		}
+		if before.UserID != after.UserID || !slices.Equal(before.Tags, after.Tags) {
+			t.Fatalf("after the fast path, the full decoder read %q as %+v, the original as %+v", body, after, before)
+		}
 		if !ok {
 			return
 		}
@@ -139,6 +159,42 @@ func FuzzDecodeCheckAllFast(f *testing.F) {
 			t.Fatalf("fast path read %q as %+v, the full decoder as %+v", body, fast, full)
 		}
 	})
+}
+
+// TestScanUUIDsKeepsLittleOfALargeBody: the tags are the body's own bytes when the body is
+// mostly tags, and a copy of their own, in a slice of their number, when it is mostly anything
+// else, since a remembered decision keeps them (and whatever they point into) alive.
+func TestScanUUIDsKeepsLittleOfALargeBody(t *testing.T) {
+	const id = "0B6F1A52-6A51-4C59-9A43-3C1F4F2F6A01"
+	tests := []struct {
+		name   string
+		body   string
+		inBody bool
+	}{
+		{"mostly tags", `{"user_id":"u","tags":["` + id + `", "` + id + `"]}`, true},
+		{"mostly white space", `{"user_id":"u","tags":["` + id + `"` + strings.Repeat(" ", 10000) + `]}`, false},
+		{"mostly user id", `{"user_id":"` + strings.Repeat("u", 100) + `","tags":["` + id + `"]}`, false},
+	}
+	for _, tt := range tests {
+		body := []byte(tt.body)
+		req, ok := decodeCheckAllFast(body)
+		if !ok {
+			t.Fatalf("%s: refused", tt.name)
+		}
+		lo, hi := uintptr(unsafe.Pointer(unsafe.SliceData(body))), uintptr(unsafe.Pointer(unsafe.SliceData(body)))+uintptr(len(body))
+		for _, tag := range req.Tags {
+			if tag != strings.ToLower(id) {
+				t.Fatalf("%s: tag %q, want it in canonical form", tt.name, tag)
+			}
+			p := uintptr(unsafe.Pointer(unsafe.StringData(tag)))
+			if inBody := p >= lo && p < hi; inBody != tt.inBody {
+				t.Errorf("%s: tag in the body's bytes = %v, want %v", tt.name, inBody, tt.inBody)
+			}
+		}
+		if !tt.inBody && cap(req.Tags) > 2*len(req.Tags) {
+			t.Errorf("%s: %d tags in a slice of capacity %d", tt.name, len(req.Tags), cap(req.Tags))
+		}
+	}
 }
 
 // lowerByTable is what lowerUUIDBytes must do, a byte at a time: each hexadecimal digit of
