@@ -96,7 +96,7 @@ func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
 		}
 		switch b[i] {
 		case ']':
-			if len(b) > 2*36*len(ids) {
+			if cap(b) > 2*36*len(ids) { // what the ids would keep alive
 				ids = compactIDs(ids)
 			}
 			return ids, i + 1, true
