@@ -60,7 +60,7 @@ func (s *Server) userFacts(ctx context.Context, orgID, userID string) (*facts, e
 // grants (askedUser), and kept nowhere.
 func (s *Server) userFactsAsked(ctx context.Context, orgID, userID string, d Decider, ids []string) (*facts, error) {
 	var first func() (*policy.User, error)
-	if pd, ok := d.(perUserDecider); ok && pd.DecidesPerUser() {
+	if _, ok := decidesPerUser(d); ok {
 		first = func() (*policy.User, error) { return s.askedUser(ctx, orgID, userID, ids) }
 	}
 	return s.cached().user(orgID, userID, s.loadUser(ctx, orgID, userID), first)
@@ -196,6 +196,9 @@ func (s *Server) answer(ctx context.Context, orgID string, d Decider, revision s
 	if p := s.buildPermitted(ctx, orgID, d, revision, f, now); p != nil {
 		return s.fromSet(p, all, ids), nil
 	}
+	if s.deniedUnheld(d, f, ids) { // before reading the resources, which it does not need
+		return false, nil
+	}
 	rs, err := s.resourceFacts(ctx, orgID, ids)
 	if err != nil {
 		return false, err
@@ -213,6 +216,9 @@ func (s *Server) decideFor(ctx context.Context, d Decider, revision string, f *f
 	if allowed, ok := s.remembered(f, q, revision, in.Now); ok {
 		return allowed
 	}
+	if s.deniedUnheld(d, f, in.ResourceIDs) {
+		return false
+	}
 	return s.decideNew(ctx, d, revision, f, q, in)
 }
 
@@ -226,16 +232,11 @@ func (s *Server) remembered(f *facts, q question, revision string, now time.Time
 	return allowed, ok
 }
 
-// decideNew evaluates the policy on q, which f does not remember, and remembers the answer
-// until the user's next grant expiry. An evaluation error denies and is not remembered. A
-// question the shipped policy is known to deny (deniedUnheld) is denied without asking it, and
-// not remembered: knowing it again costs as little.
+// decideNew evaluates the policy on q, which f does not remember and deniedUnheld did not
+// deny, and remembers the answer until the user's next grant expiry. An evaluation error
+// denies and is not remembered.
 func (s *Server) decideNew(ctx context.Context, d Decider, revision string, f *facts, q question, in policy.Input) bool {
 	f.evaluations.Add(1) // a new question, toward the user's set
-	if deniedUnheld(d, in.User, in.ResourceIDs) {
-		s.metrics.decision(false, nil)
-		return false
-	}
 	allowed, err := s.evaluate(ctx, d, q.all, in)
 	if err == nil {
 		var until time.Time

@@ -64,6 +64,22 @@ func (s *faultyStore) GetUser(ctx context.Context, orgID, id string) (storage.Us
 	return s.Store.GetUser(ctx, orgID, id)
 }
 
+// UserFacts and AskedGrants are the check path's reads of a user: a check of a user not in
+// memory fails with them, whether or not it goes on to read the resources asked about.
+func (s *faultyStore) UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error) {
+	if err := s.fault(ctx, &s.mode, "user facts"); err != nil {
+		return storage.Facts{}, err
+	}
+	return s.Store.UserFacts(ctx, orgID, userID)
+}
+
+func (s *faultyStore) AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (storage.Asked, error) {
+	if err := s.fault(ctx, &s.mode, "asked grants"); err != nil {
+		return storage.Asked{}, err
+	}
+	return s.Store.AskedGrants(ctx, orgID, userID, resourceIDs)
+}
+
 func (s *faultyStore) GetResources(ctx context.Context, orgID string, ids []string) ([]storage.Resource, error) {
 	if err := s.fault(ctx, &s.mode, "get resources"); err != nil {
 		return nil, err

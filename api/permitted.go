@@ -16,6 +16,14 @@ type perUserDecider interface {
 	Permitted(ctx context.Context, in policy.Input) ([]string, error)
 }
 
+// decidesPerUser returns d as a perUserDecider if it decides per user: a policy Grantry knows
+// to read of a question only the user's grants of the resources asked about, and to permit
+// none the user holds no grant on.
+func decidesPerUser(d Decider) (perUserDecider, bool) {
+	pd, ok := d.(perUserDecider)
+	return pd, ok && pd.DecidesPerUser()
+}
+
 // permittedSet is every resource a user may use, as one evaluation of the policy over all the
 // resources the user holds a grant on found them. It is kept with the user's facts, so every
 // change that drops them drops it, and holds as a remembered decision does.
@@ -66,27 +74,26 @@ func (p *permittedSet) permitsAll(all bool, ids []string) bool {
 // the three runs together and reaches the steady state a run sooner.
 const grantsPerEvaluation = 64
 
-// deniedUnheld reports whether a new question about ids, of the user u (nil: no such user),
-// is denied without asking policy d: when d decides per user (the shipped policy) and the user
-// does not exist or holds no grant on one of ids. That policy permits a resource only to an
-// existing user holding a grant on it, the property a user's set relies on (a resource not in
-// it is denied), so it would deny; a replaced policy is always asked. Half of make
-// bench-large's checks, of users not in memory, are of this kind, and each cost an evaluation;
-// so are most of the questions of a resource list filtered by user (?user_id=), one for each
-// resource of its kind, and the check_batch's of resources the user holds no grant on.
-func deniedUnheld(d Decider, u *policy.User, ids []string) bool {
-	if pd, ok := d.(perUserDecider); !ok || !pd.DecidesPerUser() {
+// deniedUnheld reports whether a new question about ids, of the user whose facts are f, is
+// denied without asking policy d, and if so counts it and its denial as decideNew counts an
+// evaluation: when d decides per user (the shipped policy) and the user does not exist or holds
+// no grant on one of ids. That policy permits a resource only to an existing user holding a
+// grant on it, the property a user's set relies on (a resource not in it is denied), so it
+// would deny; a replaced policy is always asked. It is not remembered: knowing it again costs
+// as little. Half of make bench-large's checks, of users not in memory, are of this kind, and
+// each cost an evaluation; so are most of the questions of a resource list filtered by user
+// (?user_id=), one for each resource of its kind, and the check_batch's of resources the user
+// holds no grant on.
+func (s *Server) deniedUnheld(d Decider, f *facts, ids []string) bool {
+	if _, ok := decidesPerUser(d); !ok {
 		return false
 	}
-	if u == nil {
-		return true
+	if u := f.Facts; u != nil && !slices.ContainsFunc(ids, func(id string) bool { return !u.Holds(id) }) {
+		return false
 	}
-	for _, id := range ids {
-		if !u.Holds(id) {
-			return true
-		}
-	}
-	return false
+	f.evaluations.Add(1) // a new question, toward the user's set
+	s.metrics.decision(false, nil)
+	return true
 }
 
 // fromSet answers a check from the user's set p.
@@ -103,8 +110,8 @@ func (s *Server) fromSet(p *permittedSet, all bool, ids []string) bool {
 // allow_all.
 func (s *Server) buildPermitted(ctx context.Context, orgID string, d Decider, revision string, f *facts, now time.Time) *permittedSet {
 	u := f.Facts
-	pd, ok := d.(perUserDecider)
-	if !ok || !pd.DecidesPerUser() || u == nil || u.Asked != nil {
+	pd, ok := decidesPerUser(d)
+	if !ok || u == nil || u.Asked != nil {
 		return nil
 	}
 	grants := len(u.Grants)
