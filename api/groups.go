@@ -194,10 +194,7 @@ func (s *Server) respondGroup(c *gin.Context, g storage.Group) {
 
 // groupsJSON shows groups with their live grants, read in one call for all of them.
 func (s *Server) groupsJSON(ctx context.Context, org string, groups []storage.Group) ([]groupJSON, error) {
-	ids := make([]string, len(groups))
-	for i, g := range groups {
-		ids[i] = g.ID
-	}
+	ids := storage.GroupIDs(groups)
 	grants := map[string][]grantJSON{}
 	if len(ids) > 0 {
 		gs, err := s.store.GroupGrants(ctx, org, ids)

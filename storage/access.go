@@ -114,15 +114,20 @@ func UserFactsOf(ctx context.Context, st Store, orgID, userID string) (Facts, er
 		return Facts{}, err
 	}
 	if len(f.Groups) > 0 {
-		ids := make([]string, len(f.Groups))
-		for i, g := range f.Groups {
-			ids[i] = g.ID
-		}
-		if f.GroupGrants, err = st.GroupGrants(ctx, orgID, ids); err != nil {
+		if f.GroupGrants, err = st.GroupGrants(ctx, orgID, GroupIDs(f.Groups)); err != nil {
 			return Facts{}, err
 		}
 	}
 	return f, nil
+}
+
+// GroupIDs returns the ids of groups, in their order.
+func GroupIDs(groups []Group) []string {
+	ids := make([]string, len(groups))
+	for i, g := range groups {
+		ids[i] = g.ID
+	}
+	return ids
 }
 
 // Asked is what one question reads of a user: of the user's holdings, only the grants of the

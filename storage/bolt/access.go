@@ -314,14 +314,21 @@ func groupGrants(tx *bbolt.Tx, orgID string, groupIDs []string) ([]storage.Group
 		if err != nil {
 			return nil, err
 		}
-		slices.SortFunc(recs, func(a, b groupGrantRecord) int {
-			return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ResourceID, b.ResourceID))
-		})
-		for _, r := range recs {
-			out = append(out, r.groupGrant())
-		}
+		out = appendGroupGrantsInOrder(out, recs)
 	}
 	return out, nil
+}
+
+// appendGroupGrantsInOrder appends one group's grant records to out as grants, in GroupGrants'
+// order within a group: by CreatedAt, then ResourceID.
+func appendGroupGrantsInOrder(out []storage.GroupGrant, recs []groupGrantRecord) []storage.GroupGrant {
+	slices.SortFunc(recs, func(a, b groupGrantRecord) int {
+		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ResourceID, b.ResourceID))
+	})
+	for _, r := range recs {
+		out = append(out, r.groupGrant())
+	}
+	return out
 }
 
 // UserFacts reads the user, their grants, groups and the groups' grants in one transaction,
@@ -346,11 +353,7 @@ func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Fa
 		if f.Groups, err = userGroups(tx, orgID, userID); err != nil || len(f.Groups) == 0 {
 			return err
 		}
-		ids := make([]string, len(f.Groups))
-		for i, g := range f.Groups {
-			ids[i] = g.ID
-		}
-		f.GroupGrants, err = groupGrants(tx, orgID, ids)
+		f.GroupGrants, err = groupGrants(tx, orgID, storage.GroupIDs(f.Groups))
 		return err
 	})
 	if err != nil {
@@ -370,33 +373,37 @@ func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceI
 	var a storage.Asked
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		held := make([]bool, len(ids))
+		var grants []grantRecord
 		err := eachAsked(tx.Bucket(bucketGrants), orgID, userID, ids, func(i int, k, v []byte) error {
 			var r grantRecord // its ids are those of its key, known here
 			if err := decodeGrant(v, &r); err != nil {
 				return fmt.Errorf("decode %q: %w", k, err)
 			}
 			r.OrgID, r.UserID, r.ResourceID = orgID, userID, ids[i]
-			a.Grants, held[i] = append(a.Grants, r.grant()), true
+			grants, held[i] = append(grants, r), true
 			return nil
 		})
 		if err != nil {
 			return err
 		}
+		a.Grants = userGrantsInOrder(grants)
 		if a.Groups, err = userGroups(tx, orgID, userID); err != nil {
 			return err
 		}
-		for _, g := range a.Groups {
+		for _, g := range a.Groups { // in id order, as GroupGrants orders groups
+			var recs []groupGrantRecord
 			err := eachAsked(tx.Bucket(bucketGroupGrants), orgID, g.ID, ids, func(i int, k, v []byte) error {
 				var r groupGrantRecord
 				if err := json.Unmarshal(v, &r); err != nil {
 					return fmt.Errorf("decode %q: %w", k, err)
 				}
-				a.GroupGrants, held[i] = append(a.GroupGrants, r.groupGrant()), true
+				recs, held[i] = append(recs, r), true
 				return nil
 			})
 			if err != nil {
 				return err
 			}
+			a.GroupGrants = appendGroupGrantsInOrder(a.GroupGrants, recs)
 		}
 		if slices.Contains(held, false) {
 			return nil
@@ -412,12 +419,6 @@ func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceI
 	if err != nil {
 		return storage.Asked{}, fmt.Errorf("grants of %s asked about: %w", userID, err)
 	}
-	slices.SortFunc(a.Grants, func(x, y storage.Grant) int {
-		return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.ResourceID, y.ResourceID))
-	})
-	slices.SortFunc(a.GroupGrants, func(x, y storage.GroupGrant) int {
-		return cmp.Or(cmp.Compare(x.GroupID, y.GroupID), x.CreatedAt.Compare(y.CreatedAt), cmp.Compare(x.ResourceID, y.ResourceID))
-	})
 	return a, nil
 }
 

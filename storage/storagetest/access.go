@@ -164,7 +164,7 @@ func testIDsThatBeginWithAnother(t *testing.T, open opener) {
 	for user, want := range map[string][]string{a: {g}, ab: {gh}} {
 		groups, err := s.UserGroups(ctx, "org-1", user)
 		noErr(t, fmt.Sprintf("UserGroups(%q)", user), err)
-		diff(t, fmt.Sprintf("UserGroups(%q)", user), want, groupIDs(groups))
+		diff(t, fmt.Sprintf("UserGroups(%q)", user), want, storage.GroupIDs(groups))
 	}
 	checkGroupGrants(t, s, "org-1", []string{g}, nil)
 	checkGroupGrants(t, s, "org-1", []string{gh}, []storage.GroupGrant{groupGrant(gh, 3, 2)})
@@ -174,7 +174,7 @@ func testIDsThatBeginWithAnother(t *testing.T, open opener) {
 	checkGrants(t, s, "org-1", map[string][]storage.Grant{a: nil, ab: {theirs}}, []storage.Grant{theirs})
 	groups, err := s.UserGroups(ctx, "org-1", ab)
 	noErr(t, "UserGroups(a\\x00b) after deleting a", err)
-	diff(t, "UserGroups(a\\x00b) after deleting a", []string{gh}, groupIDs(groups))
+	diff(t, "UserGroups(a\\x00b) after deleting a", []string{gh}, storage.GroupIDs(groups))
 }
 
 // plainGroup is a group of org-1 that belongs to no integration.
@@ -248,12 +248,12 @@ func testPlainGroups(t *testing.T, open opener) {
 	wantErr(t, "UpdateGroup(add another organization's user)", err, storage.ErrUnknownMember)
 	groups, err := s.UserGroups(ctx, "org-1", "u-2")
 	noErr(t, "UserGroups(u-2)", err)
-	diff(t, "UserGroups(u-2)", []string{"g-2", "g-3"}, groupIDs(groups))
+	diff(t, "UserGroups(u-2)", []string{"g-2", "g-3"}, storage.GroupIDs(groups))
 
 	noErr(t, "DeleteGroup(plain)", s.DeleteGroup(ctx, "org-1", "", "g-2"))
 	groups, err = s.UserGroups(ctx, "org-1", "u-2")
 	noErr(t, "UserGroups after delete", err)
-	diff(t, "UserGroups after delete", []string{"g-3"}, groupIDs(groups))
+	diff(t, "UserGroups after delete", []string{"g-3"}, storage.GroupIDs(groups))
 	// The name is free again.
 	noErr(t, "CreateGroup(the deleted group's name)", s.CreateGroup(ctx, plainGroup("g-5", "Engineering", 5)))
 }

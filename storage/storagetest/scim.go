@@ -52,14 +52,6 @@ func userIDs(users []storage.User) []string {
 	return ids
 }
 
-func groupIDs(groups []storage.Group) []string {
-	ids := make([]string, len(groups))
-	for i, g := range groups {
-		ids[i] = g.ID
-	}
-	return ids
-}
-
 func testSCIM(t *testing.T, open opener) {
 	t.Run("Integrations", func(t *testing.T) { testSCIMIntegrations(t, open) })
 	t.Run("Users", func(t *testing.T) { testSCIMUsers(t, open) })
@@ -327,7 +319,7 @@ func testSCIMDeleteUser(t *testing.T, open opener) {
 	diff(t, "the group after DeleteUser", g, got)
 	groups, err := s.UserGroups(ctx, "org-1", "u-1")
 	noErr(t, "UserGroups", err)
-	diff(t, "UserGroups of the deleted user", []string(nil), groupIDs(groups), equateEmpty)
+	diff(t, "UserGroups of the deleted user", []string(nil), storage.GroupIDs(groups), equateEmpty)
 	_, err = s.UserByEmail(ctx, "org-1", "scim-1", "ann@example.com")
 	wantErr(t, "UserByEmail(deleted)", err, storage.ErrNotFound)
 	byExt, err := s.UsersByExternalID(ctx, "org-1", "scim-1", "ext-u-1")
@@ -405,14 +397,14 @@ func testSCIMGroups(t *testing.T, open opener) {
 	}
 	list, total, err = s.IntegrationGroups(ctx, "org-1", "scim-1", 1, 5)
 	noErr(t, "IntegrationGroups(1, 5)", err)
-	diff(t, "IntegrationGroups(1, 5)", []string{"g-2"}, groupIDs(list))
+	diff(t, "IntegrationGroups(1, 5)", []string{"g-2"}, storage.GroupIDs(list))
 	if total != 2 {
 		t.Errorf("IntegrationGroups(1, 5) total = %d, want 2", total)
 	}
 
 	mine, err := s.UserGroups(ctx, "org-1", "u-1")
 	noErr(t, "UserGroups", err)
-	diff(t, "UserGroups(u-1)", []string{"g-2"}, groupIDs(mine))
+	diff(t, "UserGroups(u-1)", []string{"g-2"}, storage.GroupIDs(mine))
 
 	want := eng
 	want.DisplayName, want.ExternalID, want.Members, want.ModifiedAt = "Engineering", "ext-new", []string{"u-1", "u-3"}, at(4)
@@ -432,7 +424,7 @@ func testSCIMGroups(t *testing.T, open opener) {
 	for user, wantGroups := range map[string][]string{"u-1": {"g-2"}, "u-2": nil, "u-3": {"g-2"}} {
 		mine, err := s.UserGroups(ctx, "org-1", user)
 		noErr(t, "UserGroups", err)
-		diff(t, "UserGroups("+user+") after UpdateGroup", wantGroups, groupIDs(mine), equateEmpty)
+		diff(t, "UserGroups("+user+") after UpdateGroup", wantGroups, storage.GroupIDs(mine), equateEmpty)
 	}
 	noErr(t, "CreateGroup(the old name, free again)", s.CreateGroup(ctx, group("g-5", "engineers")))
 
@@ -462,7 +454,7 @@ func testSCIMGroups(t *testing.T, open opener) {
 	wantErr(t, "GetGroup(deleted)", err, storage.ErrNotFound)
 	mine, err = s.UserGroups(ctx, "org-1", "u-1")
 	noErr(t, "UserGroups", err)
-	diff(t, "UserGroups(u-1) after DeleteGroup", []string(nil), groupIDs(mine), equateEmpty)
+	diff(t, "UserGroups(u-1) after DeleteGroup", []string(nil), storage.GroupIDs(mine), equateEmpty)
 	noErr(t, "CreateGroup(the deleted group's name)", s.CreateGroup(ctx, group("g-6", "Engineering")))
 }
 
