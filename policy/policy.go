@@ -172,20 +172,21 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 
 // Allow evaluates the allow rule: may the user use the one resource asked about?
 func (e *Engine) Allow(ctx context.Context, in Input) (bool, error) {
-	v, err := e.input(in)
-	if err != nil {
-		return false, err
-	}
-	return decide(ctx, e.allow, v)
+	return e.decideOn(ctx, e.allow, in)
 }
 
 // AllowAll evaluates the allow_all rule: may the user use every resource asked about?
 func (e *Engine) AllowAll(ctx context.Context, in Input) (bool, error) {
+	return e.decideOn(ctx, e.allowAll, in)
+}
+
+// decideOn evaluates rule q, allow or allow_all, on in as those rules read it (input).
+func (e *Engine) decideOn(ctx context.Context, q rego.PreparedEvalQuery, in Input) (bool, error) {
 	v, err := e.input(in)
 	if err != nil {
 		return false, err
 	}
-	return decide(ctx, e.allowAll, v)
+	return decide(ctx, q, v)
 }
 
 // input is in as allow and allow_all read it. The shipped policy reads, of the user's grants and
