@@ -158,9 +158,13 @@ func TestRequestID(t *testing.T) {
 }
 
 // TestCheckAnswerOnTheWire: a check answers a bare JSON boolean, typed as JSON, with one
-// request id, whichever way it goes: the answer is written by hand, not by gin's c.Data.
+// request id, whichever way it goes and whether or not the answer comes from memory: the
+// answer is written by hand, not by gin's c.Data.
 func TestCheckAnswerOnTheWire(t *testing.T) {
 	f := newFixture(t)
+	if err := f.srv.RegisterCacheMetrics(); err != nil {
+		t.Fatal(err)
+	}
 	_, key := f.org("acme")
 	model, user := f.model(key, "gpt"), f.user(key, "ada@example.com")
 	f.must("POST", "/provisions/add_to_user", key, map[string]string{"user_id": user, "svc_id": model})
@@ -176,8 +180,17 @@ func TestCheckAnswerOnTheWire(t *testing.T) {
 		{"/provisions/can_user_access_all", map[string]any{"user_id": user, "tags": []string{model, other}}, "false"},
 	}
 	for _, tt := range tests {
-		// Twice: the second answer comes from memory.
-		for range 2 {
+		// Four times: a user is kept from their third load, so the fourth answer comes from
+		// memory (counted by the decision hits metric).
+		hits := func() string {
+			v, ok := metricValue(t, f, "grantry_cache_decision_hits_total")
+			if !ok {
+				t.Fatal("no grantry_cache_decision_hits_total on /metrics")
+			}
+			return v
+		}
+		before := hits()
+		for range 4 {
 			r := f.do("POST", tt.path, key, tt.body)
 			if r.Status != http.StatusOK || string(r.Body) != tt.want {
 				t.Fatalf("POST %s %v = %d %s, want 200 %s", tt.path, tt.body, r.Status, r.Body, tt.want)
@@ -188,6 +201,9 @@ func TestCheckAnswerOnTheWire(t *testing.T) {
 			if ids := r.Header.Values("X-Request-ID"); len(ids) != 1 || len(ids[0]) != 36 {
 				t.Errorf("POST %s: X-Request-ID = %q, want one generated id", tt.path, ids)
 			}
+		}
+		if hits() == before {
+			t.Errorf("POST %s %v: no answer of four came from memory", tt.path, tt.body)
 		}
 	}
 }
