@@ -72,16 +72,15 @@ func writesUnderLoad(t *testing.T, f *fixture, crowd int, churn bool) {
 		asked = append(asked, f.user(key, fmt.Sprintf("u%d@acme.test", i)))
 	}
 
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	var checks atomic.Int64
+	var stopChurn atomic.Bool
+	var churning sync.WaitGroup
 	if churn {
 		// Each of these writes drops ada's or bob's facts, so that the other clients load them
 		// again and again, and some load is under way whenever a write below is made.
-		wg.Add(1)
+		churning.Add(1)
 		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
+			defer churning.Done()
+			for i := 0; !stopChurn.Load(); i++ {
 				user, path := []string{ada, bob}[i%2], []string{"/provisions/add_to_user", "/provisions/remove_from_user"}[i/2%2]
 				if r := f.do("POST", path, key, map[string]string{"user_id": user, "svc_id": third}); r.Status != http.StatusOK {
 					t.Errorf("POST %s = %d %s", path, r.Status, r.Body)
@@ -90,31 +89,20 @@ func writesUnderLoad(t *testing.T, f *fixture, crowd int, churn bool) {
 			}
 		}()
 	}
-	for c := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := c; !stop.Load(); i++ {
-				// ada and bob every other question, the crowd in between.
-				user := asked[i%4]
-				if crowd > 0 && i%2 == 1 {
-					user = asked[4+i%crowd]
-				}
-				for _, svc := range []string{model, other} {
-					r := f.do("POST", "/provisions/can_user_access", key, map[string]string{"user_id": user, "svc_id": svc})
-					if r.Status != http.StatusOK || (string(r.Body) != "true" && string(r.Body) != "false") {
-						t.Errorf("a check under load = %d %s", r.Status, r.Body)
-						return
-					}
-					checks.Add(1)
-				}
-			}
-		}()
+	// ada and bob every other pair of questions, the crowd in between; each about both models.
+	stopLoad := checkLoad(t, f, key, func(i int) (user, svc string) {
+		user = asked[i/2%4]
+		if crowd > 0 && i/2%2 == 1 {
+			user = asked[4+i/2%crowd]
+		}
+		return user, []string{model, other}[i%2]
+	})
+	stop := func() int64 {
+		stopChurn.Store(true)
+		churning.Wait()
+		return stopLoad()
 	}
-	defer func() {
-		stop.Store(true)
-		wg.Wait()
-	}()
+	defer stop()
 
 	post := func(path string, body map[string]string) func() {
 		return func() { f.must("POST", path, key, body) }
@@ -152,10 +140,131 @@ func writesUnderLoad(t *testing.T, f *fixture, crowd int, churn bool) {
 			}
 		}
 	}
-	stop.Store(true)
-	wg.Wait()
 	// The load must have run alongside the writes, or the test proved nothing about racing.
-	if n := checks.Load(); n < rounds*int64(len(steps)) {
+	if n := stop(); n < rounds*int64(len(steps)) {
 		t.Errorf("the other clients made %d checks during %d writes, want at least one a write", n, rounds*len(steps))
+	}
+}
+
+// checkLoad starts four clients that ask can_user_access without pause, the question of their
+// i-th ask being next(i), until the returned stop is called; stop waits for them and returns
+// how many checks they made. Any answer but a 200 true or false fails the test.
+func checkLoad(t *testing.T, f *fixture, key string, next func(i int) (user, svc string)) (stop func() int64) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var checks atomic.Int64
+	for c := range 4 {
+		wg.Go(func() {
+			for i := c; !done.Load(); i += 4 {
+				user, svc := next(i)
+				r := f.do("POST", "/provisions/can_user_access", key, map[string]string{"user_id": user, "svc_id": svc})
+				if r.Status != http.StatusOK || (string(r.Body) != "true" && string(r.Body) != "false") {
+					t.Errorf("a check under load = %d %s", r.Status, r.Body)
+					return
+				}
+				checks.Add(1)
+			}
+		})
+	}
+	return func() int64 {
+		done.Store(true)
+		wg.Wait()
+		return checks.Load()
+	}
+}
+
+const patchActive = `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"replace","value":{"active":true}}]}`
+
+// TestLifecycleReachesTheNextCheckUnderLoad: while other clients ask about the same users and
+// resources without pause, deactivating and reactivating a user, removing a group, a user or a
+// resource, and a grant's expiry are each seen by the next check made after the change, as
+// TestWritesReachTheNextCheckUnderLoad holds for grants and memberships. Each round makes its
+// own users, group and model, since it removes them; with loads slowed as there, many a load
+// of carl or dana reads the store before a change and ends after it.
+func TestLifecycleReachesTheNextCheckUnderLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []fixtureOption
+	}{
+		{"default cache", nil},
+		{"loads across the changes", []fixtureOption{withSlowLoads(time.Millisecond)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { lifecycleUnderLoad(t, newFixture(t, tc.opts...)) })
+	}
+}
+
+func lifecycleUnderLoad(t *testing.T, f *fixture) {
+	_, key := f.org("acme")
+	_, token := f.scimIntegration(key, "okta")
+	other := f.model(key, "granted to nobody")
+
+	type round struct{ carl, dana, model, group string }
+	newRound := func(n int) *round {
+		return &round{
+			carl:  f.scimUser(token, fmt.Sprintf("carl%d@acme.test", n)),
+			dana:  f.scimUser(token, fmt.Sprintf("dana%d@acme.test", n)),
+			model: f.model(key, fmt.Sprintf("model %d", n)),
+			group: f.group(key, fmt.Sprintf("group %d", n)),
+		}
+	}
+	var current atomic.Pointer[round]
+	current.Store(newRound(0))
+	stop := checkLoad(t, f, key, func(i int) (user, svc string) {
+		r := current.Load()
+		return []string{r.carl, r.dana}[i/2%2], []string{r.model, other}[i%2]
+	})
+	defer stop()
+
+	scim := func(method, user, body string, want int) func() {
+		return func() {
+			if r := f.scimDo(method, "/scim/v2/Users/"+user, token, body); r.Status != want {
+				t.Fatalf("%s user = %d %s, want %d", method, r.Status, r.Body, want)
+			}
+		}
+	}
+	post := func(path string, body map[string]string) func() {
+		return func() { f.must("POST", path, key, body) }
+	}
+	const rounds = 10
+	for n := range rounds {
+		if n > 0 {
+			current.Store(newRound(n))
+		}
+		r, group := current.Load(), current.Load().group
+		expires := f.clock.Now().Add(time.Minute).Format(time.RFC3339)
+		steps := []struct {
+			name       string
+			do         func()
+			carl, dana bool // what the check of the round's model answers afterwards
+		}{
+			{"carl is granted the model", post("/provisions/add_to_user", map[string]string{"user_id": r.carl, "svc_id": r.model}), true, false},
+			{"carl is deactivated", scim("PATCH", r.carl, patchInactive, http.StatusOK), false, false},
+			{"carl is reactivated", scim("PATCH", r.carl, patchActive, http.StatusOK), true, false},
+			{"dana joins the group", post("/groups/add_member", map[string]string{"group_id": group, "user_id": r.dana}), true, false},
+			{"the group is granted the model", post("/provisions/add_to_group", map[string]string{"group_id": group, "svc_id": r.model}), true, true},
+			{"dana is deactivated", scim("PATCH", r.dana, patchInactive, http.StatusOK), true, false},
+			{"dana is reactivated", scim("PATCH", r.dana, patchActive, http.StatusOK), true, true},
+			{"the group is removed", post("/groups/remove", map[string]string{"group_id": group}), true, false},
+			{"dana is granted the model for a minute", post("/provisions/add_to_user", map[string]string{"user_id": r.dana, "svc_id": r.model, "expires_at": expires}), true, true},
+			{"the minute passes", func() { f.clock.Advance(time.Minute + time.Second) }, true, false},
+			{"carl is removed", scim("DELETE", r.carl, "", http.StatusNoContent), false, false},
+			{"dana is granted the model again", post("/provisions/add_to_user", map[string]string{"user_id": r.dana, "svc_id": r.model}), false, true},
+			{"the model is removed", post("/llm_integration/remove", map[string]string{"svc_id": r.model}), false, false},
+		}
+		for _, st := range steps {
+			st.do()
+			if got := f.check(key, r.carl, r.model); got != st.carl {
+				t.Fatalf("round %d, after %s: carl may use the model = %v, want %v", n, st.name, got, st.carl)
+			}
+			if got := f.check(key, r.dana, r.model); got != st.dana {
+				t.Fatalf("round %d, after %s: dana may use the model = %v, want %v", n, st.name, got, st.dana)
+			}
+			if f.check(key, r.carl, other) || f.check(key, r.dana, other) {
+				t.Fatalf("round %d, after %s: a model granted to nobody is allowed", n, st.name)
+			}
+		}
+	}
+	if n := stop(); n < rounds*13 {
+		t.Errorf("the other clients made %d checks during %d changes, want at least one a change", n, rounds*13)
 	}
 }
