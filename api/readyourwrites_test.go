@@ -198,14 +198,18 @@ func lifecycleUnderLoad(t *testing.T, f *fixture) {
 	_, token := f.scimIntegration(key, "okta")
 	other := f.model(key, "granted to nobody")
 
-	type round struct{ carl, dana, model, group string }
+	type round struct{ carl, dana, model, group, directoryGroup string }
 	newRound := func(n int) *round {
-		return &round{
+		r := &round{
 			carl:  f.scimUser(token, fmt.Sprintf("carl%d@acme.test", n)),
 			dana:  f.scimUser(token, fmt.Sprintf("dana%d@acme.test", n)),
 			model: f.model(key, fmt.Sprintf("model %d", n)),
 			group: f.group(key, fmt.Sprintf("group %d", n)),
 		}
+		g := f.scimDo("POST", "/scim/v2/Groups", token, fmt.Sprintf(`{"displayName":"directory group %d"}`, n))
+		r.directoryGroup = decode[struct{ ID string }](t, g).ID
+		f.grantGroup(key, r.directoryGroup, r.model)
+		return r
 	}
 	var current atomic.Pointer[round]
 	current.Store(newRound(0))
@@ -225,12 +229,22 @@ func lifecycleUnderLoad(t *testing.T, f *fixture) {
 	post := func(path string, body map[string]string) func() {
 		return func() { f.must("POST", path, key, body) }
 	}
+	scimGroup := func(method, group, body string, want int) func() {
+		return func() {
+			if r := f.scimDo(method, "/scim/v2/Groups/"+group, token, body); r.Status != want {
+				t.Fatalf("%s group = %d %s, want %d", method, r.Status, r.Body, want)
+			}
+		}
+	}
+	members := func(op, user string) string {
+		return `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"` + op + `","path":"members","value":[{"value":"` + user + `"}]}]}`
+	}
 	const rounds = 10
 	for n := range rounds {
 		if n > 0 {
 			current.Store(newRound(n))
 		}
-		r, group := current.Load(), current.Load().group
+		r := current.Load()
 		expires := f.clock.Now().Add(time.Minute).Format(time.RFC3339)
 		steps := []struct {
 			name       string
@@ -240,11 +254,15 @@ func lifecycleUnderLoad(t *testing.T, f *fixture) {
 			{"carl is granted the model", post("/provisions/add_to_user", map[string]string{"user_id": r.carl, "svc_id": r.model}), true, false},
 			{"carl is deactivated", scim("PATCH", r.carl, patchInactive, http.StatusOK), false, false},
 			{"carl is reactivated", scim("PATCH", r.carl, patchActive, http.StatusOK), true, false},
-			{"dana joins the group", post("/groups/add_member", map[string]string{"group_id": group, "user_id": r.dana}), true, false},
-			{"the group is granted the model", post("/provisions/add_to_group", map[string]string{"group_id": group, "svc_id": r.model}), true, true},
+			{"dana joins the group", post("/groups/add_member", map[string]string{"group_id": r.group, "user_id": r.dana}), true, false},
+			{"the group is granted the model", post("/provisions/add_to_group", map[string]string{"group_id": r.group, "svc_id": r.model}), true, true},
 			{"dana is deactivated", scim("PATCH", r.dana, patchInactive, http.StatusOK), true, false},
 			{"dana is reactivated", scim("PATCH", r.dana, patchActive, http.StatusOK), true, true},
-			{"the group is removed", post("/groups/remove", map[string]string{"group_id": group}), true, false},
+			{"the group is removed", post("/groups/remove", map[string]string{"group_id": r.group}), true, false},
+			{"the directory adds dana to its group", scimGroup("PATCH", r.directoryGroup, members("add", r.dana), http.StatusOK), true, true},
+			{"the directory takes dana out of its group", scimGroup("PATCH", r.directoryGroup, members("remove", r.dana), http.StatusOK), true, false},
+			{"the directory adds dana again", scimGroup("PATCH", r.directoryGroup, members("add", r.dana), http.StatusOK), true, true},
+			{"the directory removes its group", scimGroup("DELETE", r.directoryGroup, "", http.StatusNoContent), true, false},
 			{"dana is granted the model for a minute", post("/provisions/add_to_user", map[string]string{"user_id": r.dana, "svc_id": r.model, "expires_at": expires}), true, true},
 			{"the minute passes", func() { f.clock.Advance(time.Minute + time.Second) }, true, false},
 			{"carl is removed", scim("DELETE", r.carl, "", http.StatusNoContent), false, false},
@@ -264,7 +282,7 @@ func lifecycleUnderLoad(t *testing.T, f *fixture) {
 			}
 		}
 	}
-	if n := stop(); n < rounds*13 {
-		t.Errorf("the other clients made %d checks during %d changes, want at least one a change", n, rounds*13)
+	if n := stop(); n < rounds*17 {
+		t.Errorf("the other clients made %d checks during %d changes, want at least one a change", n, rounds*17)
 	}
 }
