@@ -177,7 +177,8 @@ const patchActive = `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"
 
 // TestLifecycleReachesTheNextCheckUnderLoad: while other clients ask about the same users and
 // resources without pause, deactivating and reactivating a user, removing a group, a user or a
-// resource, and a grant's expiry are each seen by the next check made after the change, as
+// resource, a directory adding a member to its group over SCIM, taking them out and deleting
+// the group, and a grant's expiry are each seen by the next check made after the change, as
 // TestWritesReachTheNextCheckUnderLoad holds for grants and memberships. Each round makes its
 // own users, group and model, since it removes them; with loads slowed as there, many a load
 // of carl or dana reads the store before a change and ends after it.
