@@ -35,6 +35,12 @@ bench-large: build ## Grantry's checks and memory with 1,000,000 users × 20 gra
 	$(GO) build -o bin/grantry-bench ./cmd/grantry-bench
 	bin/grantry-bench scale -grantry $(BIN) -duration $(BENCH_DURATION)
 
+.PHONY: pgo
+pgo: ## Record Grantry's CPU profile under make bench's load into cmd/grantry/default.pgo (go build's PGO)
+	CGO_ENABLED=0 $(GO) build -trimpath -tags cpuprofile -o bin/grantry-cpuprofile ./cmd/grantry
+	$(GO) build -o bin/grantry-bench ./cmd/grantry-bench
+	bin/grantry-bench profile -grantry bin/grantry-cpuprofile -out cmd/grantry/default.pgo -duration $(BENCH_DURATION)
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for pkg in $$($(GO) list ./...); do \

@@ -5,6 +5,7 @@
 //	grantry-bench run   -grantry BIN -opa BIN     seed, start each server, load it, print the table
 //	grantry-bench scale -grantry BIN              Grantry with 1,000,000 users × 20 grants vs 10,000 × 50
 //	grantry-bench seed  -dir DIR                  write the workload for Grantry (bbolt) and OPA (JSON)
+//	grantry-bench profile -grantry BIN            Grantry's CPU profile under make bench's load (make pgo)
 //	grantry-bench load  -target T -addr HOST:PORT drive one server and print what was measured (JSON)
 //	grantry-bench ceiling -addr HOST:PORT         serve the ceiling handler
 //
@@ -25,6 +26,7 @@ const usage = `usage:
   grantry-bench run -grantry BIN -opa BIN [flags]   the side-by-side benchmark (make bench)
   grantry-bench scale -grantry BIN [flags]          the million-user scale test (make bench-large)
   grantry-bench seed -dir DIR [flags]               write a workload for Grantry and for OPA
+  grantry-bench profile -grantry BIN [flags]        Grantry's CPU profile under that load (make pgo)
   grantry-bench load -target T -addr HOST:PORT      load one server; prints JSON
   grantry-bench ceiling -addr HOST:PORT             serve the bare net/http ceiling
 Run "grantry-bench COMMAND -h" for the flags.`
@@ -49,6 +51,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return scaleCmd(ctx, args[1:], getenv, stdout, stderr)
 	case "seed":
 		return seedCmd(ctx, args[1:], stdout)
+	case "profile":
+		return profileCmd(ctx, args[1:], getenv, stderr)
 	case "load":
 		return loadCmd(ctx, args[1:], stdout)
 	case "ceiling":
