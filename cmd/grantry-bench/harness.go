@@ -129,6 +129,17 @@ func (f *harnessFlags) newHarness(progress io.Writer) (*harness, error) {
 	return h, nil
 }
 
+// setUp is what every command that starts servers does first: newHarness, then workDir.
+func (f *harnessFlags) setUp(progress io.Writer) (h *harness, dir string, cleanup func(), err error) {
+	if h, err = f.newHarness(progress); err != nil {
+		return nil, "", nil, err
+	}
+	if dir, cleanup, err = f.workDir(); err != nil {
+		return nil, "", nil, err
+	}
+	return h, dir, cleanup, nil
+}
+
 // workDir returns the work folder, -dir or a new temporary one, and the function that removes it
 // at the end (which does nothing for -dir or with -keep).
 func (f *harnessFlags) workDir() (string, func(), error) {

@@ -25,11 +25,7 @@ func profileCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	h, err := hf.newHarness(stderr)
-	if err != nil {
-		return err
-	}
-	dir, cleanup, err := hf.workDir()
+	h, dir, cleanup, err := hf.setUp(stderr)
 	if err != nil {
 		return err
 	}

@@ -32,18 +32,14 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	h, err := hf.newHarness(stderr)
-	if err != nil {
-		return err
-	}
-	if h.opa, err = binary(*opa); err != nil {
-		return err
-	}
-	dir, cleanup, err := hf.workDir()
+	h, dir, cleanup, err := hf.setUp(stderr)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	if h.opa, err = binary(*opa); err != nil {
+		return err
+	}
 
 	seeded, err := seedAll(ctx, dir, p, true, stderr)
 	if err != nil {

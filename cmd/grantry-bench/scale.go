@@ -28,11 +28,7 @@ func scaleCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	h, err := hf.newHarness(stderr)
-	if err != nil {
-		return err
-	}
-	dir, cleanup, err := hf.workDir()
+	h, dir, cleanup, err := hf.setUp(stderr)
 	if err != nil {
 		return err
 	}
