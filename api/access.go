@@ -162,9 +162,10 @@ func (s *Server) newPolicyUser(ctx context.Context, orgID, userID string, active
 		return nil, fmt.Errorf("resources granted to %s: %w", userID, err)
 	}
 	pu := &policy.User{ID: userID, Active: active, Grants: make(map[string]policy.Grant, len(h.Grants)), Groups: make(map[string]policy.Group, len(h.Groups)), Asked: asked}
+	// Each grant is keyed by its resource's copy of the id (Intern), not by the one read here.
 	for _, g := range h.Grants {
 		if r, ok := names[g.ResourceID]; ok {
-			pu.Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
+			pu.Grants[r.Intern(g.ResourceID)] = r.Grant(g.ExpiresAt)
 		}
 	}
 	for _, g := range h.Groups {
@@ -172,7 +173,7 @@ func (s *Server) newPolicyUser(ctx context.Context, orgID, userID string, active
 	}
 	for _, g := range h.GroupGrants {
 		if r, ok := names[g.ResourceID]; ok {
-			pu.Groups[g.GroupID].Grants[g.ResourceID] = r.Grant(g.ExpiresAt)
+			pu.Groups[g.GroupID].Grants[r.Intern(g.ResourceID)] = r.Grant(g.ExpiresAt)
 		}
 	}
 	return pu, nil

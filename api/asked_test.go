@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
@@ -83,6 +85,40 @@ func TestAskedUserDecidesAsTheWhole(t *testing.T) {
 						t.Errorf("at %v, %s (all %v) %v: %v read as asked, %v read whole", at.Sub(now), user, all, ids, got, want)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestUsersShareResourceIDs: a user read from the store, whole or for a question, keys each of
+// their grants, own and through groups, by the cached resource's copy of its id, not by the
+// copy read with the grant, so that the many users kept in memory share one copy of each id.
+func TestUsersShareResourceIDs(t *testing.T) {
+	const org = "org-1"
+	ctx := context.Background()
+	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	store, id := adaStore(t, now)
+	must := fatalOn(t)
+	engine, err := policy.New(ctx, policy.Embedded())
+	must(err)
+	s := New(Config{Store: store, Decider: engine, Now: func() time.Time { return now }})
+	whole, err := s.loadUser(ctx, org, "ada")()
+	must(err)
+	asked, err := s.askedUser(ctx, org, "ada", []string{id(0), id(3)})
+	must(err)
+	for name, u := range map[string]*policy.User{"whole": whole, "asked about 0 and 3": asked} {
+		keys := slices.Collect(maps.Keys(u.Grants))
+		for _, g := range u.Groups {
+			keys = slices.AppendSeq(keys, maps.Keys(g.Grants))
+		}
+		if len(keys) < 2 {
+			t.Fatalf("%s: ada was read with grants of %v; want at least an own one and a group's", name, keys)
+		}
+		for _, k := range keys {
+			rs, err := s.resourceFacts(ctx, org, []string{k})
+			must(err)
+			if unsafe.StringData(k) != unsafe.StringData(rs[k].Intern(k)) {
+				t.Errorf("%s: the grant of %s is keyed by a copy of the id of its own", name, k)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -126,4 +127,68 @@ func BenchmarkDecision(b *testing.B) {
 			decide(b, fmt.Sprint("holds-", n), resources[:1], false, true)
 		})
 	}
+}
+
+// BenchmarkCachedUserMemory measures what the check path's cache holds for a user of make
+// bench's workload: 50 grants of an organization's 1,000 resources, asked about until the
+// user's set is built, as every user of make bench's later runs is. B/user is the live heap
+// after a collection, less the heap before the users were loaded, per user.
+func BenchmarkCachedUserMemory(b *testing.B) {
+	const org, users, grants = "bench", 2000, 50
+	ctx := context.Background()
+	store := bolttest.Open(b)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := store.NewLoader(0)
+	must := fatalOn(b)
+	must(l.AddIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "dir", Name: "dir", Type: "import", CreatedAt: at}))
+	var resources []string
+	for i := range 1000 {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		resources = append(resources, id)
+		must(l.AddResource(ctx, storage.Resource{OrgID: org, ID: id, Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("model-", i), CreatedAt: at}))
+	}
+	held := func(u, j int) string { return resources[(u*7+j*13)%len(resources)] }
+	for u := range users {
+		id := fmt.Sprint("user-", u)
+		must(l.AddUser(ctx, storage.User{OrgID: org, ID: id, Email: id + "@x", Active: true, IntegrationID: "dir", IntegrationName: "dir", ImportedAt: at, ModifiedAt: at}))
+		for j := range grants {
+			must(l.AddGrant(ctx, storage.Grant{OrgID: org, UserID: id, ResourceID: held(u, j), CreatedAt: at}))
+		}
+	}
+	must(l.Flush(ctx))
+	engine, err := policy.New(ctx, policy.Embedded())
+	must(err)
+	live := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var perUser float64
+	for b.Loop() {
+		s := New(Config{Store: store, Decider: engine, CacheEntries: 2 * users})
+		if _, err := s.resourceFacts(ctx, org, resources); err != nil { // the organization's resources, cached by every server
+			b.Fatal(err)
+		}
+		before := live()
+		for u := range users {
+			id := fmt.Sprint("user-", u)
+			// The third load keeps the user (admit); each question after that is new.
+			for j := 0; ; j++ {
+				f, err := s.userFacts(ctx, org, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if f.permitted.Load() != nil {
+					break
+				}
+				if allowed, _, err := s.answerNow(ctx, org, f, false, []string{held(u, j%grants)}); err != nil || !allowed {
+					b.Fatal("denied a granted resource", err)
+				}
+			}
+		}
+		perUser = float64(live()-before) / users
+		runtime.KeepAlive(s)
+	}
+	b.ReportMetric(perUser, "B/user")
 }

@@ -1,8 +1,11 @@
 package policy
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestSharedTermsReadAsLiterals checks that a resource made by NewResource, and grants made
@@ -82,5 +85,63 @@ func TestNextExpiry(t *testing.T) {
 	}
 	if got := (&User{Grants: map[string]Grant{"b": {}}}).NextExpiry(at(1)); !got.IsZero() {
 		t.Errorf("NextExpiry of grants that never expire = %v, want zero", got)
+	}
+}
+
+// TestIntern: a resource made by NewResource gives its own copy of its id, which users' grant
+// maps share; any other id, or a resource made as a literal, gives the id it was given.
+func TestIntern(t *testing.T) {
+	const id = "00000000-0000-4000-8000-000000000001"
+	r := NewResource(id, "model", "gpt")
+	own := r.Intern(id)
+	read := string([]byte(id)) // as a store read makes it: the same text, another copy
+	for _, tc := range []struct {
+		name string
+		r    Resource
+		id   string
+		want *byte // the copy of the text returned
+	}{
+		{"its own id, read again", r, read, unsafe.StringData(own)},
+		{"another id", r, "00000000-0000-4000-8000-000000000002", nil},
+		{"a literal resource", Resource{Kind: "model", Name: "gpt"}, read, unsafe.StringData(read)},
+	} {
+		got := tc.r.Intern(tc.id)
+		if got != tc.id {
+			t.Errorf("%s: Intern(%q) = %q", tc.name, tc.id, got)
+		}
+		if tc.want == nil {
+			tc.want = unsafe.StringData(tc.id)
+		}
+		if unsafe.StringData(got) != tc.want {
+			t.Errorf("%s: Intern(%q) returned another copy of the id than expected", tc.name, tc.id)
+		}
+	}
+	if unsafe.StringData(own) == unsafe.StringData(read) {
+		t.Fatal("the test's two copies of the id are one")
+	}
+}
+
+// TestPermittedKeepsNoValue: the user's OPA value that Permitted reads is built for it and not
+// kept (the set built from it answers from then on), while a decision of a replaced policy,
+// which reads the whole user each time, keeps it.
+func TestPermittedKeepsNoValue(t *testing.T) {
+	ctx := context.Background()
+	shipped := mustEngine(t, Embedded())
+	other := mustEngine(t, []Module{{Name: "count.rego", Source: "package grantry.authz\n\nallow if count(input.user.resource_list) == 1\n\nallow_all := allow\n"}})
+	r := NewResource("r", "model", "gpt")
+	in := Input{User: &User{ID: "u", Active: true, Grants: map[string]Grant{"r": r.Grant(time.Time{})}},
+		ResourceIDs: []string{"r"}, Resources: map[string]Resource{"r": r}, Now: time.Now()}
+	ids, err := shipped.Permitted(ctx, in)
+	if err != nil || !slices.Equal(ids, []string{"r"}) {
+		t.Fatalf("Permitted = %v, %v; want [r]", ids, err)
+	}
+	if in.User.term.Load() != nil {
+		t.Error("Permitted kept the user's value")
+	}
+	if allowed, err := other.Allow(ctx, in); err != nil || !allowed {
+		t.Fatalf("a replaced policy's Allow = %v, %v; want true", allowed, err)
+	}
+	if in.User.term.Load() == nil {
+		t.Error("a replaced policy's decision did not keep the user's value")
 	}
 }

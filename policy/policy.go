@@ -238,7 +238,7 @@ func (e *Engine) Permitted(ctx context.Context, in Input) ([]string, error) {
 	if err := in.whole(); err != nil {
 		return nil, err
 	}
-	rs, err := eval(ctx, *e.permitted, in.value(), rego.EvalVirtualCache(noCache{}))
+	rs, err := eval(ctx, *e.permitted, in.valueOnce(), rego.EvalVirtualCache(noCache{}))
 	if err != nil {
 		return nil, fmt.Errorf("evaluate policy: %w", err)
 	}
