@@ -9,6 +9,7 @@ import (
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt"
 	"github.com/grantry/grantry/storage/bolt/bolttest"
 )
 
@@ -19,23 +20,10 @@ import (
 func BenchmarkDecision(b *testing.B) {
 	const org = "bench"
 	ctx := context.Background()
-	store := bolttest.Open(b)
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := store.NewLoader(0)
 	must := fatalOn(b)
-	must(l.AddIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "dir", Name: "dir", Type: "import", CreatedAt: at}))
-	var resources []string
-	for i := range 5000 {
-		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		resources = append(resources, id)
-		must(l.AddResource(ctx, storage.Resource{OrgID: org, ID: id, Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("model-", i), CreatedAt: at}))
-	}
+	store, l, resources := benchOrg(b, org, 5000)
 	for _, n := range []int{50, 5000} {
-		user := fmt.Sprint("holds-", n)
-		must(l.AddUser(ctx, storage.User{OrgID: org, ID: user, Email: user + "@x", Active: true, IntegrationID: "dir", IntegrationName: "dir", ImportedAt: at, ModifiedAt: at}))
-		for _, r := range resources[:n] {
-			must(l.AddGrant(ctx, storage.Grant{OrgID: org, UserID: user, ResourceID: r, CreatedAt: at}))
-		}
+		addBenchUser(b, l, org, fmt.Sprint("holds-", n), resources[:n])
 	}
 	must(l.Flush(ctx))
 	engine, err := policy.New(ctx, policy.Embedded())
@@ -136,24 +124,15 @@ func BenchmarkDecision(b *testing.B) {
 func BenchmarkCachedUserMemory(b *testing.B) {
 	const org, users, grants = "bench", 2000, 50
 	ctx := context.Background()
-	store := bolttest.Open(b)
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	l := store.NewLoader(0)
 	must := fatalOn(b)
-	must(l.AddIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "dir", Name: "dir", Type: "import", CreatedAt: at}))
-	var resources []string
-	for i := range 1000 {
-		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		resources = append(resources, id)
-		must(l.AddResource(ctx, storage.Resource{OrgID: org, ID: id, Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("model-", i), CreatedAt: at}))
-	}
+	store, l, resources := benchOrg(b, org, 1000)
 	held := func(u, j int) string { return resources[(u*7+j*13)%len(resources)] }
 	for u := range users {
-		id := fmt.Sprint("user-", u)
-		must(l.AddUser(ctx, storage.User{OrgID: org, ID: id, Email: id + "@x", Active: true, IntegrationID: "dir", IntegrationName: "dir", ImportedAt: at, ModifiedAt: at}))
-		for j := range grants {
-			must(l.AddGrant(ctx, storage.Grant{OrgID: org, UserID: id, ResourceID: held(u, j), CreatedAt: at}))
+		ids := make([]string, grants)
+		for j := range ids {
+			ids[j] = held(u, j)
 		}
+		addBenchUser(b, l, org, fmt.Sprint("user-", u), ids)
 	}
 	must(l.Flush(ctx))
 	engine, err := policy.New(ctx, policy.Embedded())
@@ -191,4 +170,34 @@ func BenchmarkCachedUserMemory(b *testing.B) {
 		runtime.KeepAlive(s)
 	}
 	b.ReportMetric(perUser, "B/user")
+}
+
+// benchAt is when the benchmarks' records were made.
+var benchAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// benchOrg opens an embedded store whose organization org has a directory to import users
+// through and n resources (models), and returns a Loader for the caller to add users to
+// (addBenchUser) and then flush.
+func benchOrg(b *testing.B, org string, n int) (*bolt.Store, *bolt.Loader, []string) {
+	b.Helper()
+	ctx, must := context.Background(), fatalOn(b)
+	store := bolttest.Open(b)
+	l := store.NewLoader(0)
+	must(l.AddIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "dir", Name: "dir", Type: "import", CreatedAt: benchAt}))
+	resources := make([]string, n)
+	for i := range resources {
+		resources[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		must(l.AddResource(ctx, storage.Resource{OrgID: org, ID: resources[i], Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("model-", i), CreatedAt: benchAt}))
+	}
+	return store, l, resources
+}
+
+// addBenchUser adds to l an active user of benchOrg's directory holding the resources held.
+func addBenchUser(b *testing.B, l *bolt.Loader, org, id string, held []string) {
+	b.Helper()
+	ctx, must := context.Background(), fatalOn(b)
+	must(l.AddUser(ctx, storage.User{OrgID: org, ID: id, Email: id + "@x", Active: true, IntegrationID: "dir", IntegrationName: "dir", ImportedAt: benchAt, ModifiedAt: benchAt}))
+	for _, r := range held {
+		must(l.AddGrant(ctx, storage.Grant{OrgID: org, UserID: id, ResourceID: r, CreatedAt: benchAt}))
+	}
 }
