@@ -129,6 +129,14 @@ func (f *harnessFlags) newHarness(progress io.Writer) (*harness, error) {
 	return h, nil
 }
 
+// flagSet is the flag set of a command that starts servers, name, writing its usage to stderr,
+// with the harness's flags registered in f; the command adds its own and parses it.
+func (f *harnessFlags) flagSet(name string, getenv func(string) string, stderr io.Writer) (*flag.FlagSet, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs, f.register(fs, getenv)
+}
+
 // setUp is what every command that starts servers does first: newHarness, then workDir.
 func (f *harnessFlags) setUp(progress io.Writer) (h *harness, dir string, cleanup func(), err error) {
 	if h, err = f.newHarness(progress); err != nil {

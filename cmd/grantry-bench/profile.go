@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,10 +14,9 @@ import (
 // with make bench's checks and then its grants and revokes, as `run` does, stops it and writes
 // the CPU profile of its whole life to -out: the profile go build optimizes the binary for.
 func profileCmd(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("profile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var hf harnessFlags
-	if err := hf.register(fs, getenv); err != nil {
+	fs, err := hf.flagSet("profile", getenv, stderr)
+	if err != nil {
 		return err
 	}
 	out := fs.String("out", filepath.Join("cmd", "grantry", "default.pgo"), "where to write the profile")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,10 +17,9 @@ import (
 // print one table. In the first placement it also measures Grantry's writes, and its checks
 // with its decision log and access log off.
 func runCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var hf harnessFlags
-	if err := hf.register(fs, getenv); err != nil {
+	fs, err := hf.flagSet("run", getenv, stderr)
+	if err != nil {
 		return err
 	}
 	opa := fs.String("opa", "bin/opa", "the opa binary (go build -o bin/opa github.com/open-policy-agent/opa)")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,10 +13,9 @@ import (
 // memory with a million users × 20 grants, beside the same figures for the 10,000-user workload
 // of `make bench`, measured in the same way in the same invocation.
 func scaleCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var hf harnessFlags
-	if err := hf.register(fs, getenv); err != nil {
+	fs, err := hf.flagSet("scale", getenv, stderr)
+	if err != nil {
 		return err
 	}
 	large := defaultParams()
