@@ -16,7 +16,7 @@ import (
 	"syscall"
 )
 
-// atExit, when set (cpuprofile.go, in a build for `make pgo` only), runs as the program ends.
+// atExit, when set (cpuprofile_pgo.go, in a build for `make pgo` only), runs as the program ends.
 var atExit = func() {}
 
 func main() {
