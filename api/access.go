@@ -234,11 +234,11 @@ func (s *Server) remembered(f *facts, q question, revision string, now time.Time
 }
 
 // decideNew evaluates the policy on q, which f does not remember and deniedUnheld did not
-// deny, and remembers the answer until the user's next grant expiry. An evaluation error
+// deny (or gives the answer to an earlier question of its shape: evaluateShaped), and remembers the answer until the user's next grant expiry. An evaluation error
 // denies and is not remembered.
 func (s *Server) decideNew(ctx context.Context, d Decider, revision string, f *facts, q question, in policy.Input) bool {
 	f.evaluations.Add(1) // a new question, toward the user's set
-	allowed, err := s.evaluate(ctx, d, q.all, in)
+	allowed, err := s.evaluateShaped(ctx, d, revision, q.all, in)
 	if err == nil {
 		var until time.Time
 		if in.User != nil {

@@ -14,6 +14,7 @@ import (
 type perUserDecider interface {
 	DecidesPerUser() bool
 	Permitted(ctx context.Context, in policy.Input) ([]string, error)
+	ShapeOf(in policy.Input) (policy.Shape, bool)
 }
 
 // decidesPerUser returns d as a perUserDecider if it decides per user: a policy Grantry knows

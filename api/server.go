@@ -89,6 +89,7 @@ type Server struct {
 	cache    *accessCache[*policy.User]
 	seed     maphash.Seed  // of the questions the cache remembers answers to
 	memoHits atomic.Uint64 // decisions answered from the cache
+	shapes   shapeMemo     // the policy's answers by the shape of a question
 	shared   bool
 	lastSync atomic.Int64 // when the change feed last confirmed the cache, in Unix nanoseconds
 }
