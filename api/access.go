@@ -227,15 +227,21 @@ func (s *Server) decideFor(ctx context.Context, d Decider, revision string, f *f
 // holds at now.
 func (s *Server) remembered(f *facts, q question, revision string, now time.Time) (allowed, ok bool) {
 	if allowed, ok = f.decision(q, revision, now); ok {
-		s.metrics.decision(allowed, nil)
-		s.memoHits.Add(1)
+		s.fromMemory(allowed)
 	}
 	return allowed, ok
 }
 
+// fromMemory counts a decision answered from memory, without evaluating the policy.
+func (s *Server) fromMemory(allowed bool) {
+	s.metrics.decision(allowed, nil)
+	s.memoHits.Add(1)
+}
+
 // decideNew evaluates the policy on q, which f does not remember and deniedUnheld did not
-// deny (or gives the answer to an earlier question of its shape: evaluateShaped), and remembers the answer until the user's next grant expiry. An evaluation error
-// denies and is not remembered.
+// deny, or gives the answer to an earlier question of its shape (evaluateShaped), and
+// remembers the answer until the user's next grant expiry. An evaluation error denies and is
+// not remembered.
 func (s *Server) decideNew(ctx context.Context, d Decider, revision string, f *facts, q question, in policy.Input) bool {
 	f.evaluations.Add(1) // a new question, toward the user's set
 	allowed, err := s.evaluateShaped(ctx, d, revision, q.all, in)

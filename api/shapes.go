@@ -56,8 +56,7 @@ func (s *Server) evaluateShaped(ctx context.Context, d Decider, revision string,
 	}
 	k := shapeKey{revision, shape}
 	if allowed, ok := s.shapes.get(k); ok {
-		s.metrics.decision(allowed, nil)
-		s.memoHits.Add(1)
+		s.fromMemory(allowed)
 		return allowed, nil
 	}
 	allowed, err := s.evaluate(ctx, d, false, in)

@@ -23,7 +23,7 @@ type Shape struct {
 // shipped policy (DecidesPerUser), of a question about one resource, of a user who holds a
 // grant of it of their own that never expires.
 func (e *Engine) ShapeOf(in Input) (Shape, bool) {
-	if e.permitted == nil || len(in.ResourceIDs) != 1 || in.User == nil {
+	if !e.DecidesPerUser() || len(in.ResourceIDs) != 1 || in.User == nil {
 		return Shape{}, false
 	}
 	id := in.ResourceIDs[0]
