@@ -140,9 +140,7 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	agree("after an expiry")
 
 	// A replaced policy (here: ada may use everything) decides at once, per question.
-	src := policy.Embedded()[0].Source
-	changed := strings.Replace(src, "default allow := false", "default allow := false\n\nallow if input.user.id == \"ada\"", 1)
-	_, err = live.Replace(ctx, []policy.Module{{Name: "authz.rego", Source: changed}})
+	_, err = live.Replace(ctx, shippedEdited(t, "default allow := false", "default allow := false\n\nallow if input.user.id == \"ada\""))
 	must(err)
 	if !ask(false, id(4)) {
 		t.Error("a check after the policy was replaced was answered from the old policy's set")
@@ -182,9 +180,7 @@ func TestUnheldDeniedWithoutAsking(t *testing.T) {
 	must := fatalOn(t)
 	shipped, err := policy.New(ctx, policy.Embedded())
 	must(err)
-	src := policy.Embedded()[0].Source
-	everything := strings.Replace(src, "default allow := false", "default allow := false\n\nallow if input.resources[input.resource_ids[0]]", 1)
-	replaced, err := policy.New(ctx, []policy.Module{{Name: "authz.rego", Source: everything}})
+	replaced, err := policy.New(ctx, shippedEdited(t, "default allow := false", "default allow := false\n\nallow if input.resources[input.resource_ids[0]]"))
 	must(err)
 	for _, tc := range []struct {
 		name   string
@@ -233,6 +229,17 @@ func TestUnheldDeniedWithoutAsking(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shippedEdited is the shipped policy with the first old of its source replaced by new: a
+// replaced policy, which Grantry must ask every question. It ends the test if there is no old.
+func shippedEdited(tb testing.TB, old, new string) []policy.Module {
+	tb.Helper()
+	src := policy.Embedded()[0].Source
+	if !strings.Contains(src, old) {
+		tb.Fatalf("the shipped policy has no %q to replace", old)
+	}
+	return []policy.Module{{Name: "authz.rego", Source: strings.Replace(src, old, new, 1)}}
 }
 
 // answerNow is answer with the policy of the moment, as check pins it.

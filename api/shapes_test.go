@@ -23,10 +23,8 @@ func TestQuestionsOfOneShapeAskedOnce(t *testing.T) {
 	must := fatalOn(t)
 	shipped, err := policy.New(ctx, policy.Embedded())
 	must(err)
-	src := policy.Embedded()[0].Source
 	// The replaced policy permits ada only: it reads the user's id, which no shape holds.
-	replaced, err := policy.New(ctx, []policy.Module{{Name: "authz.rego", Source: strings.Replace(src,
-		"permitted(id) if {\n", "permitted(id) if {\n\tinput.user.id == \"ada\"\n", 1)}})
+	replaced, err := policy.New(ctx, shippedEdited(t, "permitted(id) if {\n", "permitted(id) if {\n\tinput.user.id == \"ada\"\n"))
 	must(err)
 
 	// named holds id(0) and id(5) (whose resource was removed) for good, and id(1) until an
