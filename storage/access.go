@@ -188,3 +188,29 @@ type ExpiredGrants struct {
 func Expired(expiresAt, now time.Time) bool {
 	return !expiresAt.IsZero() && !expiresAt.After(now)
 }
+
+// HoldingsScanner is a store that can read every user's own holdings in one pass: the
+// embedded store, whose check path keeps them in memory from start (api's resident index).
+type HoldingsScanner interface {
+	// ScanHoldings calls fn with every user of every organization, in the order of their
+	// organization's and their ids, all read at one moment. fn must not keep u.Grants, which
+	// the next call reuses. An error of fn stops the scan and is returned.
+	ScanHoldings(ctx context.Context, fn func(u ScannedUser) error) error
+}
+
+// ScannedUser is what ScanHoldings reads of one user.
+type ScannedUser struct {
+	OrgID, UserID string
+	Active        bool
+	// InGroups is whether the user is a member of a group: their groups and the groups'
+	// grants are not read.
+	InGroups bool
+	// Grants is the user's own grants, live or expired, in the order of their resources' ids.
+	Grants []ScannedGrant
+}
+
+// ScannedGrant is one of a user's own grants: its resource, and when it expires (zero: never).
+type ScannedGrant struct {
+	ResourceID string
+	ExpiresAt  time.Time
+}

@@ -403,3 +403,13 @@ func snapshot(v any) json.RawMessage {
 
 // timestamp is the API's time format, so that snapshots read like the API's records.
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// ScanHoldings reads through to the wrapped store's, for a store that has it
+// (storage.HoldingsScanner); for any other it fails with errors.ErrUnsupported.
+func (s *Store) ScanHoldings(ctx context.Context, fn func(u storage.ScannedUser) error) error {
+	sc, ok := s.Store.(storage.HoldingsScanner)
+	if !ok {
+		return fmt.Errorf("scan holdings: %w", errors.ErrUnsupported)
+	}
+	return sc.ScanHoldings(ctx, fn)
+}

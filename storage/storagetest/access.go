@@ -2,8 +2,10 @@ package storagetest
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ func testAccess(t *testing.T, open opener) {
 	t.Run("ListAPIKeys", func(t *testing.T) { testListAPIKeys(t, open) })
 	t.Run("IDsThatBeginWithAnother", func(t *testing.T) { testIDsThatBeginWithAnother(t, open) })
 	t.Run("UserFactsAndAskedGrants", func(t *testing.T) { testAskedGrants(t, open) })
+	t.Run("ScanHoldings", func(t *testing.T) { testScanHoldings(t, open) })
 }
 
 // testAskedGrants checks AskedGrants against the user's whole lists, filtered to the resources
@@ -32,38 +35,7 @@ func testAccess(t *testing.T, open opener) {
 func testAskedGrants(t *testing.T, open opener) {
 	s := open(t)
 	ctx := t.Context()
-	withGrantees(t, s) // org-1: u-1, u-2, u-3 and resources 1 to 4; org-2: u-1, u-9 and 9
-	importUsers(t, s, "org-1", "int-org-1", at(0), storage.UserImport{ID: "a", Email: "a@example.com"}, storage.UserImport{ID: "a\x00b", Email: "ab@example.com"})
-	_, err := s.UpdateUser(ctx, "org-1", "int-org-1", "u-2", func(u *storage.User) error { u.Active = false; return nil })
-	noErr(t, "UpdateUser(u-2)", err)
-	grant(t, s, "org-1", "u-1", rid(2), at(1))
-	expiring := storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: rid(1), CreatedAt: at(2), ExpiresAt: at(50)}
-	_, err = s.SetGrant(ctx, expiring)
-	noErr(t, "SetGrant(expiring)", err)
-	grant(t, s, "org-1", "a\x00b", rid(4), at(1))
-	grant(t, s, "org-2", "u-1", rid(9), at(1))
-	noErr(t, "CreateGroup(g-1)", s.CreateGroup(ctx, plainGroup("g-1", "Ops", 1, "u-1", "u-2")))
-	noErr(t, "CreateGroup(g-2)", s.CreateGroup(ctx, plainGroup("g-2", "Eng", 1, "u-1")))
-	setGroupGrant(t, s, groupGrant("g-1", 3, 3))
-	setGroupGrant(t, s, groupGrant("g-2", 2, 4))
-	// Many resources asked about at once (a store may read them otherwise than one by one):
-	// u-3 holds 10 to 19 of their own and 20 to 29 through g-3, whose other member holds 30.
-	var many []string
-	noErr(t, "CreateGroup(g-3)", s.CreateGroup(ctx, plainGroup("g-3", "Many", 1, "u-3", "a")))
-	for n := 10; n <= 30; n++ {
-		createResource(t, s, model("org-1", n, at(0)))
-		switch {
-		case n < 20:
-			grant(t, s, "org-1", "u-3", rid(n), at(n))
-		case n < 30:
-			setGroupGrant(t, s, groupGrant("g-3", n, 40-n))
-		default:
-			grant(t, s, "org-1", "a", rid(n), at(n))
-		}
-		if n < 30 {
-			many = append(many, rid(n))
-		}
-	}
+	many := withAskedWorld(t, s)
 
 	for _, tc := range []struct {
 		org, user   string
@@ -138,6 +110,95 @@ func testAskedGrants(t *testing.T, open opener) {
 	noErr(t, "AskedGrants(u-2)", err)
 	if len(u2.Groups) != 1 || u2.Groups[0].DisplayName != "Ops" {
 		t.Errorf("AskedGrants(u-2) = groups %+v; want Ops", u2.Groups)
+	}
+}
+
+// withAskedWorld adds the users, resources, grants and groups testAskedGrants describes, and
+// returns the ids of the resources 10 to 29.
+func withAskedWorld(t *testing.T, s storage.Store) (many []string) {
+	t.Helper()
+	ctx := t.Context()
+	withGrantees(t, s) // org-1: u-1, u-2, u-3 and resources 1 to 4; org-2: u-1, u-9 and 9
+	importUsers(t, s, "org-1", "int-org-1", at(0), storage.UserImport{ID: "a", Email: "a@example.com"}, storage.UserImport{ID: "a\x00b", Email: "ab@example.com"})
+	_, err := s.UpdateUser(ctx, "org-1", "int-org-1", "u-2", func(u *storage.User) error { u.Active = false; return nil })
+	noErr(t, "UpdateUser(u-2)", err)
+	grant(t, s, "org-1", "u-1", rid(2), at(1))
+	expiring := storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: rid(1), CreatedAt: at(2), ExpiresAt: at(50)}
+	_, err = s.SetGrant(ctx, expiring)
+	noErr(t, "SetGrant(expiring)", err)
+	grant(t, s, "org-1", "a\x00b", rid(4), at(1))
+	grant(t, s, "org-2", "u-1", rid(9), at(1))
+	noErr(t, "CreateGroup(g-1)", s.CreateGroup(ctx, plainGroup("g-1", "Ops", 1, "u-1", "u-2")))
+	noErr(t, "CreateGroup(g-2)", s.CreateGroup(ctx, plainGroup("g-2", "Eng", 1, "u-1")))
+	setGroupGrant(t, s, groupGrant("g-1", 3, 3))
+	setGroupGrant(t, s, groupGrant("g-2", 2, 4))
+	// Many resources asked about at once (a store may read them otherwise than one by one):
+	// u-3 holds 10 to 19 of their own and 20 to 29 through g-3, whose other member holds 30.
+	noErr(t, "CreateGroup(g-3)", s.CreateGroup(ctx, plainGroup("g-3", "Many", 1, "u-3", "a")))
+	for n := 10; n <= 30; n++ {
+		createResource(t, s, model("org-1", n, at(0)))
+		switch {
+		case n < 20:
+			grant(t, s, "org-1", "u-3", rid(n), at(n))
+		case n < 30:
+			setGroupGrant(t, s, groupGrant("g-3", n, 40-n))
+		default:
+			grant(t, s, "org-1", "a", rid(n), at(n))
+		}
+		if n < 30 {
+			many = append(many, rid(n))
+		}
+	}
+
+	return many
+}
+
+// testScanHoldings checks, of a store that reads every user's own holdings in one pass
+// (storage.HoldingsScanner), that it reads every user once, in the order of organization and
+// id, each as each part's method reads them (UserFactsOf). Other stores skip it.
+func testScanHoldings(t *testing.T, open opener) {
+	s := open(t)
+	sc, ok := s.(storage.HoldingsScanner)
+	if !ok {
+		t.Skip("the store has no ScanHoldings")
+	}
+	ctx := t.Context()
+	withAskedWorld(t, s)
+	var want []string
+	for _, org := range []string{"org-1", "org-2"} {
+		users, err := s.ListUsers(ctx, org)
+		noErr(t, "ListUsers", err)
+		for _, u := range users {
+			want = append(want, org+"/"+u.ID)
+		}
+	}
+	var got []string
+	err := sc.ScanHoldings(ctx, func(u storage.ScannedUser) error {
+		got = append(got, u.OrgID+"/"+u.UserID)
+		f, err := storage.UserFactsOf(ctx, s, u.OrgID, u.UserID)
+		noErr(t, "UserFactsOf", err)
+		grants := []storage.ScannedGrant{}
+		for _, g := range f.Grants {
+			grants = append(grants, storage.ScannedGrant{ResourceID: g.ResourceID, ExpiresAt: g.ExpiresAt})
+		}
+		slices.SortFunc(grants, func(a, b storage.ScannedGrant) int { return strings.Compare(a.ResourceID, b.ResourceID) })
+		wantUser := storage.ScannedUser{OrgID: u.OrgID, UserID: u.UserID, Active: f.User.Active, InGroups: len(f.Groups) > 0, Grants: grants}
+		diff(t, fmt.Sprintf("ScanHoldings: user %q of %s", u.UserID, u.OrgID), wantUser, u, equateEmpty)
+		return nil
+	})
+	noErr(t, "ScanHoldings", err)
+	slices.Sort(want)
+	if !slices.IsSorted(got) || !slices.Equal(got, want) {
+		t.Errorf("ScanHoldings read users %q, want each of %q once, in order", got, want)
+	}
+	if len(want) != 7 {
+		t.Errorf("only %d users to scan: the world is not the one described", len(want))
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err = sc.ScanHoldings(ctx, func(storage.ScannedUser) error { calls++; return stop })
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("ScanHoldings with fn failing = %v after %d calls, want fn's error after 1", err, calls)
 	}
 }
 
