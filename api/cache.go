@@ -35,6 +35,10 @@ type accessCache[V any] struct {
 	all  atomic.Uint64 // moves to drop everything at once
 
 	hits, misses atomic.Uint64
+
+	// resident holds every user's own grants from start, when the store can read them so
+	// (nil: it cannot); the invalidations below drop from it what they drop from the cache.
+	resident *residentIndex
 }
 
 // orgState is what the cache knows of one organization as a whole.
@@ -368,11 +372,27 @@ func (c *accessCache[V]) invalidateUser(org, user string) {
 		sh.lru.Remove(el)
 		delete(sh.users, k)
 	}
+	if c.resident != nil {
+		c.resident.dropUser(org, user)
+	}
 }
 
 // invalidateOrg drops what is cached of every user of the organization: their entries are
 // recognised as stale by their generation on their next use.
 func (c *accessCache[V]) invalidateOrg(org string) {
+	if c == nil {
+		return
+	}
+	c.org(org).gen.Add(1)
+	if c.resident != nil {
+		c.resident.dropOrg(org)
+	}
+}
+
+// invalidateResources drops what is cached of every user of the organization after a change
+// of its resources that changes no user's grants (a new resource): the users' decisions, which
+// read the resources, but not the resident index, which holds only grants.
+func (c *accessCache[V]) invalidateResources(org string) {
 	if c == nil {
 		return
 	}
@@ -385,6 +405,9 @@ func (c *accessCache[V]) invalidateAll() {
 		return
 	}
 	c.all.Add(1)
+	if c.resident != nil {
+		c.resident.dropAll()
+	}
 }
 
 // decision returns the remembered answer to q, if policy revision decided it and it still

@@ -42,8 +42,14 @@ func (st invalidating) changedOrg(ctx context.Context, err error, orgID string) 
 // Resources: a decision reads whether the resources asked about exist, and removing one also
 // removes its grants, so both reach the whole organization.
 
+// CreateResource changes no user's grants: no one holds one of a new resource.
 func (st invalidating) CreateResource(ctx context.Context, r storage.Resource) error {
-	return st.changedOrg(ctx, st.Store.CreateResource(ctx, r), r.OrgID)
+	err := st.Store.CreateResource(ctx, r)
+	st.cache.invalidateResources(r.OrgID)
+	if err != nil {
+		return err
+	}
+	return st.Store.Touch(ctx, r.OrgID)
 }
 
 func (st invalidating) DeleteResource(ctx context.Context, orgID, id string) error {

@@ -47,6 +47,10 @@ type Config struct {
 	// CacheEntries is how many users' facts and decisions the check path keeps in memory
 	// (cache.go); 0 means DefaultCacheEntries, and a negative number keeps none.
 	CacheEntries int
+	// ResidentGrants is how many grants ReadIn may keep in memory (resident.go); 0 or less
+	// keeps none. It takes effect only with a cache, and a store that is not shared and can
+	// read every user's grants in one pass (storage.HoldingsScanner: the embedded store).
+	ResidentGrants int
 	// SharedStore says that other processes may change the store (MongoDB). The cache is then
 	// used only within maxStaleness of the last Synced, the store's change feed saying it has
 	// reported every change of the other processes: while the feed cannot read the store,
@@ -91,7 +95,10 @@ type Server struct {
 	memoHits atomic.Uint64 // decisions answered from the cache
 	shapes   shapeMemo     // the policy's answers by the shape of a question
 	shared   bool
-	lastSync atomic.Int64 // when the change feed last confirmed the cache, in Unix nanoseconds
+	lastSync atomic.Int64
+
+	scanner        storage.HoldingsScanner // reads the resident index in (ReadIn); nil: none
+	residentGrants int                     // when the change feed last confirmed the cache, in Unix nanoseconds
 }
 
 // New returns a server that is ready to serve.
@@ -116,6 +123,10 @@ func New(cfg Config) *Server {
 	}
 	if entries > 0 {
 		s.cache = newAccessCache[*policy.User](entries)
+		if sc, ok := cfg.Store.(storage.HoldingsScanner); ok && cfg.ResidentGrants > 0 && !cfg.SharedStore {
+			s.cache.resident = newResidentIndex()
+			s.scanner, s.residentGrants = sc, cfg.ResidentGrants
+		}
 	}
 	s.store = invalidating{Store: cfg.Store, cache: s.cache}
 	s.seed = maphash.MakeSeed()
@@ -129,6 +140,19 @@ func New(cfg Config) *Server {
 	s.ready.Store(true)
 	s.router = s.routes()
 	return s
+}
+
+// ReadIn reads every user's own grants into memory, up to Config.ResidentGrants of them
+// (resident.go), so that checks about users the cache does not hold read nothing from the
+// store. It does nothing when the server keeps no resident index, and fails with
+// errors.ErrUnsupported when the store turns out to have no way to read them so. Call it
+// before serving: checks made meanwhile read the store.
+func (s *Server) ReadIn(ctx context.Context) (users, grants int, full bool, err error) {
+	if s.scanner == nil {
+		return 0, 0, false, nil
+	}
+	read, err := s.cache.resident.readIn(ctx, s.scanner, s.residentGrants)
+	return read.Users, read.Grants, read.Full, err
 }
 
 // ServeHTTP serves one request.

@@ -107,7 +107,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	srv := api.New(api.Config{Store: store, Decider: live, Decisions: recorder(decisions), Logger: log, AdminToken: cfg.AdminToken,
 		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		Integrations: integrations(cfg.Integrations, sealer), CacheEntries: cacheEntries(cfg.CacheEntries),
-		SharedStore: cfg.MongoURI != ""})
+		ResidentGrants: cfg.ResidentGrants, SharedStore: cfg.MongoURI != ""})
+	readIn(ctx, srv, log)
 	if err := exposeMetrics(srv, decisions, live); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -226,4 +227,19 @@ func cacheEntries(n int) int {
 		return -1
 	}
 	return n
+}
+
+// readIn reads users' grants into the check path's memory (GRANTRY_RESIDENT_GRANTS) before the
+// server listens. Failing costs only speed: checks then read the store.
+func readIn(ctx context.Context, srv *api.Server, log *slog.Logger) {
+	start := time.Now()
+	users, grants, full, err := srv.ReadIn(ctx)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported): // a store that cannot read them so
+	case err != nil:
+		log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
+	case users > 0 || full:
+		log.Info("users' grants read into memory", "users", users, "grants", grants,
+			"took", time.Since(start).Round(time.Millisecond), "every_user", !full)
+	}
 }
