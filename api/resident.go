@@ -77,8 +77,8 @@ type residentRead struct {
 	Full bool
 }
 
-// readIn reads the users of sc in, keeping at most maxGrants grants (and the users they
-// belong to whole). What it read replaces what r held, unless something was dropped meanwhile,
+// readIn reads the users of sc in, whole, as long as their grants and they (each counting as
+// one) number at most maxGrants. What it read replaces what r held, unless something was dropped meanwhile,
 // since it may have been read before that change: then nothing is kept, and it says so.
 func (r *residentIndex) readIn(ctx context.Context, sc storage.HoldingsScanner, maxGrants int) (residentRead, error) {
 	drops := r.drops.Load()
@@ -92,7 +92,8 @@ func (r *residentIndex) readIn(ctx context.Context, sc storage.HoldingsScanner, 
 		if u.InGroups {
 			return nil
 		}
-		if read.Grants+len(u.Grants) > maxGrants {
+		// A user counts as a grant more, so that users without grants are bounded too.
+		if read.Users+read.Grants+1+len(u.Grants) > maxGrants {
 			read.Full = true
 			return errResidentFull
 		}
