@@ -20,23 +20,25 @@ type invalidating struct {
 	cache *accessCache[*policy.User]
 }
 
-// changedUser drops the cached facts of one user after a write, and touches the organization
-// if the write succeeded. A failed write may still have happened, so it drops them too.
-func (st invalidating) changedUser(ctx context.Context, err error, orgID, userID string) error {
-	st.cache.invalidateUser(orgID, userID)
+// changed drops, with drop, what the check path keeps of what a write reached, and touches the
+// organization if the write succeeded. A failed write may still have happened, so it drops
+// too.
+func (st invalidating) changed(ctx context.Context, err error, orgID string, drop func()) error {
+	drop()
 	if err != nil {
 		return err
 	}
 	return st.Store.Touch(ctx, orgID)
 }
 
+// changedUser drops the cached facts of one user after a write.
+func (st invalidating) changedUser(ctx context.Context, err error, orgID, userID string) error {
+	return st.changed(ctx, err, orgID, func() { st.cache.invalidateUser(orgID, userID) })
+}
+
 // changedOrg drops what is cached of every user of an organization after a write.
 func (st invalidating) changedOrg(ctx context.Context, err error, orgID string) error {
-	st.cache.invalidateOrg(orgID)
-	if err != nil {
-		return err
-	}
-	return st.Store.Touch(ctx, orgID)
+	return st.changed(ctx, err, orgID, func() { st.cache.invalidateOrg(orgID) })
 }
 
 // Resources: a decision reads whether the resources asked about exist, and removing one also
@@ -44,12 +46,7 @@ func (st invalidating) changedOrg(ctx context.Context, err error, orgID string) 
 
 // CreateResource changes no user's grants: no one holds one of a new resource.
 func (st invalidating) CreateResource(ctx context.Context, r storage.Resource) error {
-	err := st.Store.CreateResource(ctx, r)
-	st.cache.invalidateResources(r.OrgID)
-	if err != nil {
-		return err
-	}
-	return st.Store.Touch(ctx, r.OrgID)
+	return st.changed(ctx, st.Store.CreateResource(ctx, r), r.OrgID, func() { st.cache.invalidateResources(r.OrgID) })
 }
 
 func (st invalidating) DeleteResource(ctx context.Context, orgID, id string) error {

@@ -27,6 +27,9 @@ import (
 // invalidations (accessCache.invalidateUser, invalidateOrg, invalidateAll), so it is never
 // staler than the cache. Creating a resource drops nothing: no user holds a grant of it yet.
 type residentIndex struct {
+	source    storage.HoldingsScanner // what readIn reads
+	maxGrants int                     // the most grants, and users, readIn keeps
+
 	mu   sync.RWMutex
 	orgs map[string]*residentOrg
 	seed maphash.Seed
@@ -59,52 +62,55 @@ type residentUser struct {
 	active   bool
 }
 
-func newResidentIndex() *residentIndex {
-	return &residentIndex{orgs: map[string]*residentOrg{}, seed: maphash.MakeSeed()}
+func newResidentIndex(source storage.HoldingsScanner, maxGrants int) *residentIndex {
+	return &residentIndex{source: source, maxGrants: maxGrants, orgs: map[string]*residentOrg{}, seed: maphash.MakeSeed()}
+}
+
+func newResidentOrg() *residentOrg {
+	o := &residentOrg{numbers: map[string]uint32{}}
+	for i := range o.shards {
+		o.shards[i].users = map[string]residentUser{}
+	}
+	return o
 }
 
 func (o *residentOrg) shard(seed maphash.Seed, user string) *residentShard {
 	return &o.shards[maphash.String(seed, user)%residentShards]
 }
 
-// errResidentFull stops a read-in that has read as many grants as it may keep.
+// errResidentFull stops a read-in that has read as many as it may keep.
 var errResidentFull = errors.New("resident index full")
 
-// residentRead is what a read-in kept.
-type residentRead struct {
+// ResidentRead is what Server.ReadIn kept.
+type ResidentRead struct {
 	Users, Grants int
 	// Full is whether it stopped at its bound, leaving users unread.
 	Full bool
 }
 
-// readIn reads the users of sc in, whole, as long as their grants and they (each counting as
-// one) number at most maxGrants. What it read replaces what r held, unless something was dropped meanwhile,
-// since it may have been read before that change: then nothing is kept, and it says so.
-func (r *residentIndex) readIn(ctx context.Context, sc storage.HoldingsScanner, maxGrants int) (residentRead, error) {
+// readIn reads the users of its source in, whole, as long as their grants and they (each
+// counting as one) number at most maxGrants. What it read replaces what r held, unless something
+// was dropped meanwhile, since it may have been read before that change: then nothing is kept,
+// and it says so.
+func (r *residentIndex) readIn(ctx context.Context) (ResidentRead, error) {
 	drops := r.drops.Load()
 	orgs := map[string]*residentOrg{}
-	var read residentRead
 	var (
-		o       *residentOrg
+		read    ResidentRead
 		scratch []residentGrant
 	)
-	err := sc.ScanHoldings(ctx, func(u storage.ScannedUser) error {
+	err := r.source.ScanHoldings(ctx, func(u storage.ScannedUser) error {
 		if u.InGroups {
 			return nil
 		}
-		// A user counts as a grant more, so that users without grants are bounded too.
-		if read.Users+read.Grants+1+len(u.Grants) > maxGrants {
+		if read.Users+read.Grants+1+len(u.Grants) > r.maxGrants {
 			read.Full = true
 			return errResidentFull
 		}
-		if o == nil || orgs[u.OrgID] != o {
-			if o = orgs[u.OrgID]; o == nil {
-				o = &residentOrg{numbers: map[string]uint32{}}
-				for i := range o.shards {
-					o.shards[i].users = map[string]residentUser{}
-				}
-				orgs[u.OrgID] = o
-			}
+		o := orgs[u.OrgID]
+		if o == nil {
+			o = newResidentOrg()
+			orgs[u.OrgID] = o
 		}
 		if o.add(r.seed, u, &scratch) {
 			read.Users++
@@ -113,12 +119,12 @@ func (r *residentIndex) readIn(ctx context.Context, sc storage.HoldingsScanner, 
 		return nil
 	})
 	if err != nil && !errors.Is(err, errResidentFull) {
-		return residentRead{}, fmt.Errorf("read users' grants in: %w", err)
+		return ResidentRead{}, fmt.Errorf("read users' grants in: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.drops.Load() != drops {
-		return residentRead{}, errors.New("read users' grants in: the store changed meanwhile; nothing kept")
+		return ResidentRead{}, errors.New("read users' grants in: the store changed meanwhile; nothing kept")
 	}
 	r.orgs = orgs
 	return read, nil
@@ -170,42 +176,61 @@ type residentGrant struct {
 	expires int64
 }
 
-// holdings returns the organization's user as the index holds them: whether active, and their
-// own grants (of ids, when ids is not nil), with held whether every one of ids is among them.
-// ok is false when the index does not hold the user, who must then be read from the store.
-func (r *residentIndex) holdings(org, user string, ids []string) (active, held bool, grants []storage.Grant, ok bool) {
+// user returns the organization's user as the index holds them, with their organization's
+// arrays; ok is false when it does not hold them (nor anyone: a nil index), who must then be
+// read from the store.
+func (r *residentIndex) user(org, user string) (o *residentOrg, u residentUser, ok bool) {
+	if r == nil {
+		return nil, u, false
+	}
 	r.mu.RLock()
-	o := r.orgs[org]
+	o = r.orgs[org]
 	r.mu.RUnlock()
 	if o == nil {
-		return false, false, nil, false
+		return nil, u, false
 	}
 	sh := o.shard(r.seed, user)
 	sh.mu.RLock()
-	u, ok := sh.users[user]
+	u, ok = sh.users[user]
 	sh.mu.RUnlock()
+	return o, u, ok
+}
+
+// grant is u's i-th grant, in the order of their run. The run and the table of ids are never
+// changed once read in: only users are dropped.
+func (o *residentOrg) grant(org, user string, u residentUser, i int) storage.Grant {
+	g := storage.Grant{OrgID: org, UserID: user, ResourceID: o.ids[o.grants[int(u.off)+i]]}
+	if u.expiring >= 0 {
+		if ms := o.expires[int(u.expiring)+i]; ms != 0 {
+			g.ExpiresAt = time.UnixMilli(ms).UTC()
+		}
+	}
+	return g
+}
+
+// facts is the store's UserFacts from memory: of the user's record, only Active is read in.
+func (r *residentIndex) facts(org, user string) (storage.Facts, bool) {
+	o, u, ok := r.user(org, user)
 	if !ok {
-		return false, false, nil, false
+		return storage.Facts{}, false
 	}
-	// The run and the table of ids are never changed once read in: only users are dropped.
+	f := storage.Facts{Found: true, User: storage.User{OrgID: org, ID: user, Active: u.active}}
+	f.Grants = make([]storage.Grant, u.n)
+	for i := range f.Grants {
+		f.Grants[i] = o.grant(org, user, u, i)
+	}
+	return f, true
+}
+
+// asked is the store's AskedGrants from memory.
+func (r *residentIndex) asked(org, user string, ids []string) (storage.Asked, bool) {
+	o, u, ok := r.user(org, user)
+	if !ok {
+		return storage.Asked{}, false
+	}
 	run := o.grants[u.off : u.off+u.n]
-	grant := func(i int) storage.Grant {
-		g := storage.Grant{OrgID: org, UserID: user, ResourceID: o.ids[run[i]]}
-		if u.expiring >= 0 {
-			if ms := o.expires[int(u.expiring)+i]; ms != 0 {
-				g.ExpiresAt = time.UnixMilli(ms).UTC()
-			}
-		}
-		return g
-	}
-	if ids == nil {
-		grants = make([]storage.Grant, len(run))
-		for i := range run {
-			grants[i] = grant(i)
-		}
-		return u.active, true, grants, true
-	}
-	held = true
+	held := true
+	var a storage.Asked
 	for _, id := range ids {
 		n, known := o.numbers[id]
 		i, found := slices.BinarySearch(run, n)
@@ -213,9 +238,12 @@ func (r *residentIndex) holdings(org, user string, ids []string) (active, held b
 			held = false
 			continue
 		}
-		grants = append(grants, grant(i))
+		a.Grants = append(a.Grants, o.grant(org, user, u, i))
 	}
-	return u.active, held, grants, true
+	if held {
+		a.Held, a.Found, a.Active = true, true, u.active
+	}
+	return a, true
 }
 
 // dropUser forgets one user.
@@ -247,19 +275,4 @@ func (r *residentIndex) dropAll() {
 	r.mu.Lock()
 	r.orgs = map[string]*residentOrg{}
 	r.mu.Unlock()
-}
-
-// len reports how many users the index holds.
-func (r *residentIndex) len() int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	n := 0
-	for _, o := range r.orgs {
-		for i := range o.shards {
-			o.shards[i].mu.RLock()
-			n += len(o.shards[i].users)
-			o.shards[i].mu.RUnlock()
-		}
-	}
-	return n
 }

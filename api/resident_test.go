@@ -132,12 +132,12 @@ func newResidentWorld(t *testing.T, residentGrants int) *residentWorld {
 // readIn reads users' grants into res, and forgets whom the store was asked about so far.
 func (w *residentWorld) readIn(t *testing.T) (users, grants int) {
 	t.Helper()
-	users, grants, _, err := w.res.srv.ReadIn(context.Background())
+	read, err := w.res.srv.ReadIn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.reads.readUsers()
-	return users, grants
+	return read.Users, read.Grants
 }
 
 // sameAnswers asks res and plain every question about the users of both organizations, alone

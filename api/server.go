@@ -95,10 +95,7 @@ type Server struct {
 	memoHits atomic.Uint64 // decisions answered from the cache
 	shapes   shapeMemo     // the policy's answers by the shape of a question
 	shared   bool
-	lastSync atomic.Int64
-
-	scanner        storage.HoldingsScanner // reads the resident index in (ReadIn); nil: none
-	residentGrants int                     // when the change feed last confirmed the cache, in Unix nanoseconds
+	lastSync atomic.Int64 // when the change feed last confirmed the cache, in Unix nanoseconds
 }
 
 // New returns a server that is ready to serve.
@@ -124,8 +121,7 @@ func New(cfg Config) *Server {
 	if entries > 0 {
 		s.cache = newAccessCache[*policy.User](entries)
 		if sc, ok := cfg.Store.(storage.HoldingsScanner); ok && cfg.ResidentGrants > 0 && !cfg.SharedStore {
-			s.cache.resident = newResidentIndex()
-			s.scanner, s.residentGrants = sc, cfg.ResidentGrants
+			s.cache.resident = newResidentIndex(sc, cfg.ResidentGrants)
 		}
 	}
 	s.store = invalidating{Store: cfg.Store, cache: s.cache}
@@ -147,12 +143,11 @@ func New(cfg Config) *Server {
 // store. It does nothing when the server keeps no resident index, and fails with
 // errors.ErrUnsupported when the store turns out to have no way to read them so. Call it
 // before serving: checks made meanwhile read the store.
-func (s *Server) ReadIn(ctx context.Context) (users, grants int, full bool, err error) {
-	if s.scanner == nil {
-		return 0, 0, false, nil
+func (s *Server) ReadIn(ctx context.Context) (ResidentRead, error) {
+	if s.resident() == nil {
+		return ResidentRead{}, nil
 	}
-	read, err := s.cache.resident.readIn(ctx, s.scanner, s.residentGrants)
-	return read.Users, read.Grants, read.Full, err
+	return s.resident().readIn(ctx)
 }
 
 // ServeHTTP serves one request.

@@ -233,13 +233,13 @@ func cacheEntries(n int) int {
 // server listens. Failing costs only speed: checks then read the store.
 func readIn(ctx context.Context, srv *api.Server, log *slog.Logger) {
 	start := time.Now()
-	users, grants, full, err := srv.ReadIn(ctx)
+	read, err := srv.ReadIn(ctx)
 	switch {
 	case errors.Is(err, errors.ErrUnsupported): // a store that cannot read them so
 	case err != nil:
 		log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
-	case users > 0 || full:
-		log.Info("users' grants read into memory", "users", users, "grants", grants,
-			"took", time.Since(start).Round(time.Millisecond), "every_user", !full)
+	case read.Users > 0 || read.Full:
+		log.Info("users' grants read into memory", "users", read.Users, "grants", read.Grants,
+			"took", time.Since(start).Round(time.Millisecond), "every_user", !read.Full)
 	}
 }
