@@ -130,15 +130,19 @@ func (f *harnessFlags) newHarness(progress io.Writer) (*harness, error) {
 }
 
 // flagSet is the flag set of a command that starts servers, name, writing its usage to stderr,
-// with the harness's flags registered in f; the command adds its own and parses it.
+// with the harness's flags registered in f; the command adds its own, and setUp parses it.
 func (f *harnessFlags) flagSet(name string, getenv func(string) string, stderr io.Writer) (*flag.FlagSet, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs, f.register(fs, getenv)
 }
 
-// setUp is what every command that starts servers does first: newHarness, then workDir.
-func (f *harnessFlags) setUp(progress io.Writer) (h *harness, dir string, cleanup func(), err error) {
+// setUp is what every command that starts servers does once its flags are registered on fs:
+// parse args, then newHarness, then workDir.
+func (f *harnessFlags) setUp(fs *flag.FlagSet, args []string, progress io.Writer) (h *harness, dir string, cleanup func(), err error) {
+	if err = fs.Parse(args); err != nil {
+		return nil, "", nil, err
+	}
 	if h, err = f.newHarness(progress); err != nil {
 		return nil, "", nil, err
 	}

@@ -20,10 +20,7 @@ func profileCmd(ctx context.Context, args []string, getenv func(string) string, 
 		return err
 	}
 	out := fs.String("out", filepath.Join("cmd", "grantry", "default.pgo"), "where to write the profile")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	h, dir, cleanup, err := hf.setUp(stderr)
+	h, dir, cleanup, err := hf.setUp(fs, args, stderr)
 	if err != nil {
 		return err
 	}

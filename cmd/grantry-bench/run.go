@@ -27,10 +27,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	logsOff := fs.Bool("logs-off", true, "also measure Grantry's checks logging as OPA's server does here: no decision log, no access log (first placement only)")
 	p := defaultParams()
 	p.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	h, dir, cleanup, err := hf.setUp(stderr)
+	h, dir, cleanup, err := hf.setUp(fs, args, stderr)
 	if err != nil {
 		return err
 	}

@@ -23,10 +23,7 @@ func scaleCmd(ctx context.Context, args []string, getenv func(string) string, st
 	fs.IntVar(&large.Users, "users", large.Users, "users of the large workload")
 	fs.IntVar(&large.Grants, "grants", large.Grants, "grants per user of the large workload")
 	fs.Uint64Var(&large.Seed, "seed", large.Seed, "seed of both workloads")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	h, dir, cleanup, err := hf.setUp(stderr)
+	h, dir, cleanup, err := hf.setUp(fs, args, stderr)
 	if err != nil {
 		return err
 	}
