@@ -20,7 +20,7 @@ import (
 func TestAskedUserDecidesAsTheWhole(t *testing.T) {
 	const org = "org-1"
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	now := adaNow
 	clock := now
 	store, id := adaStore(t, now)
 	must := fatalOn(t)
@@ -33,8 +33,7 @@ func TestAskedUserDecidesAsTheWhole(t *testing.T) {
 	_, err = store.UpdateGroup(ctx, org, "", "g1", func(g *storage.Group) error { g.Members = append(g.Members, "bea"); return nil })
 	must(err)
 
-	engine, err := policy.New(ctx, policy.Embedded())
-	must(err)
+	engine := newEngine(t, policy.Embedded())
 	s := New(Config{Store: store, Decider: engine, Now: func() time.Time { return clock }})
 	questions := [][]string{{id(0)}, {id(1)}, {id(2)}, {id(3)}, {id(4)}, {id(5)}, {"unknown"},
 		{id(0), id(3)}, {id(0), id(4)}, {id(3), id(1)}, {id(1), id(1)}, {id(2), id(0)}}
@@ -96,11 +95,10 @@ func TestAskedUserDecidesAsTheWhole(t *testing.T) {
 func TestUsersShareResourceIDs(t *testing.T) {
 	const org = "org-1"
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	now := adaNow
 	store, id := adaStore(t, now)
 	must := fatalOn(t)
-	engine, err := policy.New(ctx, policy.Embedded())
-	must(err)
+	engine := newEngine(t, policy.Embedded())
 	s := New(Config{Store: store, Decider: engine, Now: func() time.Time { return now }})
 	whole, err := s.loadUser(ctx, org, "ada")()
 	must(err)

@@ -36,6 +36,19 @@ func TestPermittedSetPermitsAll(t *testing.T) {
 	}
 }
 
+// adaNow is when the tests on adaStore begin.
+var adaNow = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+
+// newEngine is an engine of mods; the test fails if they do not compile.
+func newEngine(t testing.TB, mods []policy.Module) *policy.Engine {
+	t.Helper()
+	e, err := policy.New(context.Background(), mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
 // adaStore is a store whose organization org-1 has resources id(0) to id(5) and a user ada,
 // who holds 0 for good, 1 until a minute after now, 2 expired a minute before, 3 through a group
 // (g1), and 5, which was removed after its grant; not 4.
@@ -71,13 +84,12 @@ func adaStore(t *testing.T, now time.Time) (storage.Store, func(int) string) {
 func TestChecksFromPermittedSet(t *testing.T) {
 	const org = "org-1"
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	now := adaNow
 	clock := now
 	store, id := adaStore(t, now)
 	must := fatalOn(t)
 
-	engine, err := policy.New(ctx, policy.Embedded())
-	must(err)
+	engine := newEngine(t, policy.Embedded())
 	live := policy.NewLive(engine)
 	s := New(Config{Store: store, Decider: live, Now: func() time.Time { return clock }})
 	facts := func() *facts {
@@ -140,7 +152,7 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	agree("after an expiry")
 
 	// A replaced policy (here: ada may use everything) decides at once, per question.
-	_, err = live.Replace(ctx, shippedEdited(t, "default allow := false", "default allow := false\n\nallow if input.user.id == \"ada\""))
+	_, err := live.Replace(ctx, shippedEdited(t, "default allow := false", "default allow := false\n\nallow if input.user.id == \"ada\""))
 	must(err)
 	if !ask(false, id(4)) {
 		t.Error("a check after the policy was replaced was answered from the old policy's set")
@@ -175,13 +187,11 @@ func (e *countingEngine) AllowAll(ctx context.Context, in policy.Input) (bool, e
 func TestUnheldDeniedWithoutAsking(t *testing.T) {
 	const org = "org-1"
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	now := adaNow
 	store, id := adaStore(t, now)
 	must := fatalOn(t)
-	shipped, err := policy.New(ctx, policy.Embedded())
-	must(err)
-	replaced, err := policy.New(ctx, shippedEdited(t, "default allow := false", "default allow := false\n\nallow if input.resources[input.resource_ids[0]]"))
-	must(err)
+	shipped := newEngine(t, policy.Embedded())
+	replaced := newEngine(t, shippedEdited(t, "default allow := false", "default allow := false\n\nallow if input.resources[input.resource_ids[0]]"))
 	for _, tc := range []struct {
 		name   string
 		engine *policy.Engine

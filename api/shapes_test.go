@@ -18,14 +18,12 @@ import (
 func TestQuestionsOfOneShapeAskedOnce(t *testing.T) {
 	const org = "org-1"
 	ctx := context.Background()
-	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	now := adaNow
 	store, id := adaStore(t, now)
 	must := fatalOn(t)
-	shipped, err := policy.New(ctx, policy.Embedded())
-	must(err)
+	shipped := newEngine(t, policy.Embedded())
 	// The replaced policy permits ada only: it reads the user's id, which no shape holds.
-	replaced, err := policy.New(ctx, shippedEdited(t, "permitted(id) if {\n", "permitted(id) if {\n\tinput.user.id == \"ada\"\n"))
-	must(err)
+	replaced := newEngine(t, shippedEdited(t, "permitted(id) if {\n", "permitted(id) if {\n\tinput.user.id == \"ada\"\n"))
 
 	// named holds id(0) and id(5) (whose resource was removed) for good, and id(1) until an
 	// hour from now; user is named a new name each time.
