@@ -135,12 +135,17 @@ func (s *Server) GaugeFunc(name, help string, fn func() float64) error {
 }
 
 // RegisterCacheMetrics puts the check path's cache on /metrics: users found in it and loaded
-// into it, decisions answered from it, and how many users it holds.
+// into it, decisions answered from it, how many users it holds, and how many the resident index
+// holds when there is one.
 func (s *Server) RegisterCacheMetrics() error {
 	if s.cache == nil {
 		return nil
 	}
-	return errors.Join(
+	var resident error
+	if r := s.resident(); r != nil {
+		resident = s.GaugeFunc("grantry_resident_users", "Users whose grants are held in memory since start (GRANTRY_RESIDENT_GRANTS), not yet written to.", func() float64 { return float64(r.held()) })
+	}
+	return errors.Join(resident,
 		s.CounterFunc("grantry_cache_user_hits_total", "Checks that found the user's facts in the cache.", func() float64 { return float64(s.cache.hits.Load()) }),
 		s.CounterFunc("grantry_cache_user_misses_total", "Checks that read the user's facts from the store.", func() float64 { return float64(s.cache.misses.Load()) }),
 		s.CounterFunc("grantry_cache_decision_hits_total", "Decisions answered from the cache, without evaluating the policy.", func() float64 { return float64(s.memoHits.Load()) }),

@@ -8,7 +8,6 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/grantry/grantry/storage"
@@ -21,11 +20,14 @@ import (
 // about a user not asked about for a long while, and reading one from the embedded store
 // touches pages of a multi-gigabyte file that are in no CPU cache.
 //
-// It is read in once, at start (readIn), and never added to after: a write that touches a user
-// drops the user (their questions read the store again, and the cache keeps them as before),
-// one that touches an organization as a whole drops the organization, through the cache's
-// invalidations (accessCache.invalidateUser, invalidateOrg, invalidateAll), so it is never
-// staler than the cache. Creating a resource drops nothing: no user holds a grant of it yet.
+// It is read in once, at start (readIn), while the server already answers from the store, and
+// never added to after: a write that touches a user drops the user (their questions read the
+// store again, and the cache keeps them as before), one that touches an organization as a whole
+// drops the organization, through the cache's invalidations (accessCache.invalidateUser,
+// invalidateOrg, invalidateAll), so it is never staler than the cache. Drops made while a
+// read-in is under way are noted and made again on what it read before it is kept, since it
+// may have read those users before the write. Creating a resource drops nothing: no user holds
+// a grant of it yet.
 type residentIndex struct {
 	source    storage.HoldingsScanner // what readIn reads
 	maxGrants int                     // the most grants, and users, readIn keeps
@@ -33,8 +35,16 @@ type residentIndex struct {
 	mu   sync.RWMutex
 	orgs map[string]*residentOrg
 	seed maphash.Seed
-	// drops moves with every drop, so that a read-in during which one happened is not kept.
-	drops atomic.Uint64
+
+	readingMu sync.Mutex
+	reading   *residentDrops // while a read-in is under way, the drops made since it began
+}
+
+// residentDrops is what was dropped while a read-in was under way.
+type residentDrops struct {
+	users [][2]string // organization, user
+	orgs  []string
+	all   bool
 }
 
 // residentOrg is one organization's users. Their grants are runs of one array of resource
@@ -81,19 +91,57 @@ func (o *residentOrg) shard(seed maphash.Seed, user string) *residentShard {
 // errResidentFull stops a read-in that has read as many as it may keep.
 var errResidentFull = errors.New("resident index full")
 
-// ResidentRead is what Server.ReadIn kept.
+// ResidentRead is what Server.ReadIn read.
 type ResidentRead struct {
-	Users, Grants int
+	// Users and Grants were read in; Dropped of those users were written to while it read,
+	// and so are not kept.
+	Users, Grants, Dropped int
 	// Full is whether it stopped at its bound, leaving users unread.
 	Full bool
 }
 
 // readIn reads the users of its source in, whole, as long as their grants and they (each
-// counting as one) number at most maxGrants. What it read replaces what r held, unless something
-// was dropped meanwhile, since it may have been read before that change: then nothing is kept,
-// and it says so.
+// counting as one) number at most maxGrants. What it read replaces what r held, less what was
+// dropped while it read, since that may have been read before the change. One read-in at a
+// time.
 func (r *residentIndex) readIn(ctx context.Context) (ResidentRead, error) {
-	drops := r.drops.Load()
+	r.readingMu.Lock()
+	busy := r.reading != nil
+	if !busy {
+		r.reading = &residentDrops{}
+	}
+	r.readingMu.Unlock()
+	if busy {
+		return ResidentRead{}, errors.New("read users' grants in: a read-in is under way")
+	}
+	orgs, read, err := r.scan(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.readingMu.Lock()
+	dropped := r.reading
+	r.reading = nil
+	r.readingMu.Unlock()
+	if err != nil {
+		return ResidentRead{}, err
+	}
+	if dropped.all {
+		clear(orgs)
+	}
+	for _, org := range dropped.orgs {
+		delete(orgs, org)
+	}
+	for _, k := range dropped.users {
+		if o := orgs[k[0]]; o != nil {
+			delete(o.shard(r.seed, k[1]).users, k[1])
+		}
+	}
+	r.orgs = orgs
+	read.Dropped = read.Users - r.heldLocked()
+	return read, nil
+}
+
+// scan reads the source's users in, by organization, up to maxGrants.
+func (r *residentIndex) scan(ctx context.Context) (map[string]*residentOrg, ResidentRead, error) {
 	orgs := map[string]*residentOrg{}
 	var (
 		read    ResidentRead
@@ -119,15 +167,48 @@ func (r *residentIndex) readIn(ctx context.Context) (ResidentRead, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errResidentFull) {
-		return ResidentRead{}, fmt.Errorf("read users' grants in: %w", err)
+		return nil, ResidentRead{}, fmt.Errorf("read users' grants in: %w", err)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.drops.Load() != drops {
-		return ResidentRead{}, errors.New("read users' grants in: the store changed meanwhile; nothing kept")
+	return orgs, read, nil
+}
+
+// noteDrop notes a drop in what a read-in under way will drop before it is kept.
+func (r *residentIndex) noteDrop(note func(d *residentDrops)) {
+	r.readingMu.Lock()
+	if r.reading != nil {
+		note(r.reading)
 	}
-	r.orgs = orgs
-	return read, nil
+	r.readingMu.Unlock()
+}
+
+// len is how many users o holds.
+func (o *residentOrg) len() int {
+	n := 0
+	for i := range o.shards {
+		sh := &o.shards[i]
+		sh.mu.RLock()
+		n += len(sh.users)
+		sh.mu.RUnlock()
+	}
+	return n
+}
+
+// held is how many users the index holds; 0 for a nil index.
+func (r *residentIndex) held() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.heldLocked()
+}
+
+func (r *residentIndex) heldLocked() int {
+	n := 0
+	for _, o := range r.orgs {
+		n += o.len()
+	}
+	return n
 }
 
 // add keeps u, unless an expiry of theirs is not a whole millisecond (kept as milliseconds, it
@@ -248,7 +329,7 @@ func (r *residentIndex) asked(org, user string, ids []string) (storage.Asked, bo
 
 // dropUser forgets one user.
 func (r *residentIndex) dropUser(org, user string) {
-	r.drops.Add(1)
+	r.noteDrop(func(d *residentDrops) { d.users = append(d.users, [2]string{org, user}) })
 	r.mu.RLock()
 	o := r.orgs[org]
 	r.mu.RUnlock()
@@ -263,7 +344,7 @@ func (r *residentIndex) dropUser(org, user string) {
 
 // dropOrg forgets every user of an organization.
 func (r *residentIndex) dropOrg(org string) {
-	r.drops.Add(1)
+	r.noteDrop(func(d *residentDrops) { d.orgs = append(d.orgs, org) })
 	r.mu.Lock()
 	delete(r.orgs, org)
 	r.mu.Unlock()
@@ -271,7 +352,7 @@ func (r *residentIndex) dropOrg(org string) {
 
 // dropAll forgets everyone.
 func (r *residentIndex) dropAll() {
-	r.drops.Add(1)
+	r.noteDrop(func(d *residentDrops) { d.all = true })
 	r.mu.Lock()
 	r.orgs = map[string]*residentOrg{}
 	r.mu.Unlock()

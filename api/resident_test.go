@@ -22,6 +22,8 @@ type readsCounted struct {
 	storage.Store
 	mu   sync.Mutex
 	read [][2]string // the organization and user of each read
+	// scanned, when set, is called once ScanHoldings has read every user, before it returns.
+	scanned func()
 }
 
 func (s *readsCounted) note(orgID, userID string) {
@@ -51,7 +53,11 @@ func (s *readsCounted) AskedGrants(ctx context.Context, orgID, userID string, id
 }
 
 func (s *readsCounted) ScanHoldings(ctx context.Context, fn func(storage.ScannedUser) error) error {
-	return s.Store.(storage.HoldingsScanner).ScanHoldings(ctx, fn)
+	err := s.Store.(storage.HoldingsScanner).ScanHoldings(ctx, fn)
+	if s.scanned != nil {
+		s.scanned()
+	}
+	return err
 }
 
 // residentWorld is one embedded store served twice: by res, which reads users' grants in
@@ -168,6 +174,28 @@ func (w *residentWorld) sameAnswers(t *testing.T, when string) map[[2]string]boo
 	return got
 }
 
+// readAfterWrite asks every question after a write (sameAnswers), and fails unless the answer
+// to q, which the write turns around, differs from before's, q's user was read from the store,
+// and of the users the write does not concern bob was read only if the write reached the whole
+// organization (orgWide), eve, of the other organization, never.
+func (w *residentWorld) readAfterWrite(t *testing.T, write string, before map[[2]string]bool, q [2]string, orgWide bool) {
+	t.Helper()
+	after := w.sameAnswers(t, "after "+write)
+	if before[q] == after[q] {
+		t.Errorf("can_user_access(%s, %s) = %v before and after: the write changed nothing to test", q[0], q[1], after[q])
+	}
+	read := w.reads.readUsers()
+	if !slices.Contains(read, [2]string{w.org, q[0]}) {
+		t.Errorf("%s, whom the write concerns, was not read from the store after it: read %v", q[0], read)
+	}
+	if bob := slices.Contains(read, [2]string{w.org, w.bob}); bob != orgWide {
+		t.Errorf("bob, whom the write does not concern, read from the store after it: %v, want %v", bob, orgWide)
+	}
+	if slices.Contains(read, [2]string{w.otherOrg, w.eve}) {
+		t.Errorf("eve, of another organization, read from the store after it: %v", read)
+	}
+}
+
 // TestResidentIndexAnswersAsTheStore: with users' grants read in, every check answers as the
 // store does, and only users the index cannot hold (carl, in a group) or does not know are
 // read from the store; with a bound below everyone's grants, users beyond it are read.
@@ -266,18 +294,43 @@ func TestWritesReachResidentUsers(t *testing.T) {
 			before := w.sameAnswers(t, "before")
 			w.reads.readUsers()
 			tc.write(w)
-			after := w.sameAnswers(t, "after "+tc.name)
-			q := tc.changed(w)
-			if before[q] == after[q] {
-				t.Errorf("can_user_access(%s, %s) = %v before and after: the write changed nothing to test", q[0], q[1], after[q])
+			w.readAfterWrite(t, tc.name, before, tc.changed(w), tc.orgWide)
+		})
+	}
+}
+
+// TestWritesDuringReadInAreKept: a write made while users' grants are being read in, after the
+// users it concerns were read, is not undone when what was read is kept: those users are read
+// from the store from then on, and every other user is kept.
+func TestWritesDuringReadInAreKept(t *testing.T) {
+	tests := []struct {
+		name    string
+		write   func(w *residentWorld)
+		changed func(w *residentWorld) [2]string // a question whose answer the write turns around
+		orgWide bool                             // whether the write drops every user of the organization
+		dropped int                              // users read in but not kept
+	}{
+		{"a grant", func(w *residentWorld) {
+			w.res.must("POST", "/provisions/add_to_user", w.key, map[string]string{"user_id": w.ada, "svc_id": w.models[3]})
+		}, func(w *residentWorld) [2]string { return [2]string{w.ada, w.models[3]} }, false, 1},
+		{"a resource removed", func(w *residentWorld) {
+			w.res.must("POST", "/llm_integration/remove", w.key, map[string]string{"svc_id": w.models[0]})
+		}, func(w *residentWorld) [2]string { return [2]string{w.ada, w.models[0]} }, true, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newResidentWorld(t, 1000)
+			before := w.sameAnswers(t, "before")
+			w.reads.scanned = func() { tc.write(w) }
+			read, err := w.res.srv.ReadIn(context.Background())
+			if err != nil {
+				t.Fatal(err)
 			}
-			read := w.reads.readUsers()
-			if !slices.Contains(read, [2]string{w.org, q[0]}) {
-				t.Errorf("%s, whom the write concerns, was not read from the store after it: read %v", q[0], read)
+			if read.Users != 5 || read.Dropped != tc.dropped {
+				t.Errorf("read in %d users, %d of them dropped; want 5 and %d", read.Users, read.Dropped, tc.dropped)
 			}
-			if bob := slices.Contains(read, [2]string{w.org, w.bob}); bob != tc.orgWide {
-				t.Errorf("bob, whom the write does not concern, read from the store after it: %v, want %v", bob, tc.orgWide)
-			}
+			w.reads.readUsers()
+			w.readAfterWrite(t, tc.name, before, tc.changed(w), tc.orgWide)
 		})
 	}
 }

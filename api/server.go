@@ -141,8 +141,9 @@ func New(cfg Config) *Server {
 // ReadIn reads every user's own grants into memory, up to Config.ResidentGrants of them
 // (resident.go), so that checks about users the cache does not hold read nothing from the
 // store. It does nothing when the server keeps no resident index, and fails with
-// errors.ErrUnsupported when the store turns out to have no way to read them so. Call it
-// before serving: checks made meanwhile read the store.
+// errors.ErrUnsupported when the store turns out to have no way to read them so. It may run
+// while the server serves: checks made meanwhile read the store, and users written to
+// meanwhile are not kept (ResidentRead.Dropped).
 func (s *Server) ReadIn(ctx context.Context) (ResidentRead, error) {
 	if s.resident() == nil {
 		return ResidentRead{}, nil

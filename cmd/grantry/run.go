@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/grantry/grantry/api"
@@ -108,8 +109,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		Integrations: integrations(cfg.Integrations, sealer), CacheEntries: cacheEntries(cfg.CacheEntries),
 		ResidentGrants: cfg.ResidentGrants, SharedStore: cfg.MongoURI != ""})
-	readIn(ctx, srv, log)
 	if err := exposeMetrics(srv, decisions, live); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	if err := readIn(ctx, srv, log, cs); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	// Writes through the server's store keep its cache right; other processes' writes arrive
@@ -229,17 +232,32 @@ func cacheEntries(n int) int {
 	return n
 }
 
-// readIn reads users' grants into the check path's memory (GRANTRY_RESIDENT_GRANTS) before the
-// server listens. Failing costs only speed: checks then read the store.
-func readIn(ctx context.Context, srv *api.Server, log *slog.Logger) {
-	start := time.Now()
-	read, err := srv.ReadIn(ctx)
-	switch {
-	case errors.Is(err, errors.ErrUnsupported): // a store that cannot read them so
-	case err != nil:
-		log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
-	case read.Users > 0 || read.Full:
-		log.Info("users' grants read into memory", "users", read.Users, "grants", read.Grants,
-			"took", time.Since(start).Round(time.Millisecond), "every_user", !read.Full)
-	}
+// readIn reads users' grants into the check path's memory (GRANTRY_RESIDENT_GRANTS) in the
+// background, while the server answers from the store, and puts grantry_resident_reading on
+// /metrics: 1 until it has ended. Failing costs only speed: checks then go on reading the store.
+func readIn(ctx context.Context, srv *api.Server, log *slog.Logger, cs *closers) error {
+	var reading atomic.Bool
+	reading.Store(true)
+	err := srv.GaugeFunc("grantry_resident_reading", "1 while users' grants are being read into memory at start (checks meanwhile read the store), then 0.",
+		func() float64 {
+			if reading.Load() {
+				return 1
+			}
+			return 0
+		})
+	cs.goUntilStop(ctx, "resident read-in", func(ctx context.Context) {
+		defer reading.Store(false)
+		start := time.Now()
+		read, err := srv.ReadIn(ctx)
+		switch {
+		case errors.Is(err, errors.ErrUnsupported): // a store that cannot read them so
+		case ctx.Err() != nil: // stopping
+		case err != nil:
+			log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
+		case read.Users > 0 || read.Full:
+			log.Info("users' grants read into memory", "users", read.Users-read.Dropped, "grants", read.Grants,
+				"written_meanwhile", read.Dropped, "took", time.Since(start).Round(time.Millisecond), "every_user", !read.Full)
+		}
+	})
+	return err
 }

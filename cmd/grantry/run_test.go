@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"regexp"
 	"runtime/debug"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/internal/config"
@@ -35,5 +39,65 @@ func TestTuneGC(t *testing.T) {
 	}
 	if was := debug.SetGCPercent(100); was != gcPercent {
 		t.Errorf("without GOGC, the goal is %d, want %d", was, gcPercent)
+	}
+}
+
+// TestServeReadsGrantsInWhileServing: on a restart, users' grants are read into memory after
+// the server listens; /metrics says when that is under way and done, and how many users it
+// holds, one fewer once a user is written to.
+func TestServeReadsGrantsInWhileServing(t *testing.T) {
+	env := map[string]string{"GRANTRY_DATA_DIR": t.TempDir(), "GRANTRY_BOOTSTRAP_API_KEY": "boot-key"}
+	url, _, stop := startServer(t, env)
+	call := func(path string, body any) []byte {
+		t.Helper()
+		return mustSend(t, "POST", url+path, "boot-key", body)
+	}
+	var model struct{ Model struct{ ID string } }
+	json.Unmarshal(call("/llm_integration/custom_model", map[string]string{"model_name": "gpt"}), &model)
+	var integ struct {
+		AuthIntegration struct{ ID string } `json:"auth_integration"`
+	}
+	json.Unmarshal(call("/auth_integration/create", map[string]string{"name": "import"}), &integ)
+	var users struct{ Users []struct{ ID string } }
+	json.Unmarshal(call("/users/import", map[string]any{"auth_integration_id": integ.AuthIntegration.ID,
+		"users": []map[string]string{{"email": "ada@acme.test", "first": "Ada", "last": "L"}, {"email": "bob@acme.test", "first": "Bob", "last": "L"}}}), &users)
+	for _, u := range users.Users {
+		call("/provisions/add_to_user", map[string]string{"user_id": u.ID, "svc_id": model.Model.ID})
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	url, stderr, stop := startServer(t, env)
+	metric := func(name string) string {
+		m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(string(mustSend(t, "GET", url+"/metrics", "boot-key", nil)))
+		if m == nil {
+			t.Fatalf("/metrics lacks %s", name)
+		}
+		return m[1]
+	}
+	waitUntil(t, 15*time.Second, "the read-in", func() bool { return metric("grantry_resident_reading") == "0" })
+	if !strings.Contains(stderr.String(), `"msg":"users' grants read into memory","users":2,"grants":2`) {
+		t.Errorf("no line saying two users were read in:\n%s", stderr)
+	}
+	if got := metric("grantry_resident_users"); got != "2" {
+		t.Errorf("grantry_resident_users = %s after the read-in, want 2", got)
+	}
+	check := func(user string) string {
+		return string(call("/provisions/can_user_access", map[string]string{"user_id": user, "svc_id": model.Model.ID}))
+	}
+	ada := users.Users[0].ID
+	if got := check(ada); got != "true" {
+		t.Errorf("check of ada, read in = %s", got)
+	}
+	call("/provisions/remove_from_user", map[string]string{"user_id": ada, "svc_id": model.Model.ID})
+	if got := check(ada); got != "false" {
+		t.Errorf("check of ada after the revoke = %s", got)
+	}
+	if got := metric("grantry_resident_users"); got != "1" {
+		t.Errorf("grantry_resident_users = %s after ada was written to, want 1", got)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
