@@ -267,19 +267,33 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 		s.stop()
 		return nil, fmt.Errorf("%s did not come up (its log: %s): %w", system, logFile.Name(), err)
 	}
+	if system == systemGrantry || system == systemGrantryLogsOff {
+		// Grantry answers while it reads users' grants into memory; what is measured is the
+		// server after that.
+		if err := s.waitUntil(ctx, "/metrics", "\ngrantry_resident_reading 0\n"); err != nil {
+			s.stop()
+			return nil, fmt.Errorf("%s did not read users' grants in (its log: %s): %w", system, logFile.Name(), err)
+		}
+	}
 	return s, nil
 }
 
 func (s *server) pid() int { return s.cmd.Process.Pid }
 
 func (s *server) waitHealthy(ctx context.Context, path string) error {
+	return s.waitUntil(ctx, path, "")
+}
+
+// waitUntil waits until GET path answers 200 with a body containing want, for at most 2 minutes.
+func (s *server) waitUntil(ctx context.Context, path, want string) error {
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		resp, err := client.Get("http://" + s.addr + path)
 		if err == nil {
+			body, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if err == nil && resp.StatusCode == http.StatusOK && strings.Contains(string(body), want) {
 				return nil
 			}
 		}
@@ -292,7 +306,7 @@ func (s *server) waitHealthy(ctx context.Context, path string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return errors.New("not healthy after 2 minutes")
+			return fmt.Errorf("GET %s did not answer 200 with %q after 2 minutes", path, want)
 		}
 	}
 }
