@@ -240,19 +240,22 @@ func splitKey(parts []string, k []byte) (_ []string, ok bool) {
 // "a" has the prefix key(org, "a"), and user "a\x00b"'s keys begin with those bytes too. Keys
 // of such a longer part sort after every other key beginning with prefix (0xff is above every
 // byte of UTF-8 text, which ids are), so the scan ends at the first key that is not under it.
-// Every scan of a prefix goes through here.
+// Every scan of a prefix goes through here, or, with a cursor of its own, through isUnder.
 func under(b *bbolt.Bucket, prefix []byte) iter.Seq2[[]byte, []byte] {
 	return func(yield func(k, v []byte) bool) {
 		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			if len(k) > len(prefix) && k[len(prefix)] == 0xff {
-				return
-			}
+		for k, v := c.Seek(prefix); isUnder(k, prefix); k, v = c.Next() {
 			if !yield(k, v) {
 				return
 			}
 		}
 	}
+}
+
+// isUnder reports whether k, a key a cursor found at or after prefix, is under prefix (see
+// under); a nil k, the end of the bucket, is not.
+func isUnder(k, prefix []byte) bool {
+	return k != nil && bytes.HasPrefix(k, prefix) && !(len(k) > len(prefix) && k[len(prefix)] == 0xff)
 }
 
 // get decodes the value at k in b into a T; ok is false if there is none.

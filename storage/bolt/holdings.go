@@ -40,8 +40,8 @@ func (s *Store) ScanHoldings(ctx context.Context, fn func(u storage.ScannedUser)
 			}
 			u = storage.ScannedUser{OrgID: ids[0], UserID: ids[1], Active: rec.Active, Grants: u.Grants[:0]}
 			mk, _ := members.Seek(k)
-			u.InGroups = holdsPrefix(mk, k)
-			for gk, gv := grants.Seek(k); holdsPrefix(gk, k); gk, gv = grants.Next() {
+			u.InGroups = isUnder(mk, k)
+			for gk, gv := grants.Seek(k); isUnder(gk, k); gk, gv = grants.Next() {
 				id, err := resources.id(gk[len(k):])
 				if err != nil {
 					return fmt.Errorf("decode %q: %w", gk, err)
@@ -66,12 +66,6 @@ func (s *Store) ScanHoldings(ctx context.Context, fn func(u storage.ScannedUser)
 		return fmt.Errorf("scan holdings: %w", err)
 	}
 	return nil
-}
-
-// holdsPrefix reports whether k is a key under prefix, a key of whole ids: one of the same
-// holder, not of one whose id begins with the holder's (as under).
-func holdsPrefix(k, prefix []byte) bool {
-	return k != nil && bytes.HasPrefix(k, prefix) && len(k) > len(prefix) && k[len(prefix)] != 0xff
 }
 
 // internedIDs gives each id one string, however many keys spell it.
