@@ -383,7 +383,7 @@ func (c *accessCache[V]) invalidateOrg(org string) {
 	if c == nil {
 		return
 	}
-	c.org(org).gen.Add(1)
+	c.invalidateResources(org)
 	if c.resident != nil {
 		c.resident.dropOrg(org)
 	}
