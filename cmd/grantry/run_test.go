@@ -42,10 +42,11 @@ func TestTuneGC(t *testing.T) {
 	}
 }
 
-// TestServeReadsGrantsInWhileServing: on a restart, users' grants are read into memory after
-// the server listens; /metrics says when that is under way and done, and how many users it
-// holds, one fewer once a user is written to.
-func TestServeReadsGrantsInWhileServing(t *testing.T) {
+// TestServeReadsGrantsIn: on a restart, users' grants are read into memory, which the log
+// says; /metrics says when that is done, and how many users it holds, one fewer once a user is
+// written to. (That the server answers, and loses no write, while a read-in is under way is
+// TestWritesDuringReadInAreKept's, in api: here two users are read in at once.)
+func TestServeReadsGrantsIn(t *testing.T) {
 	env := map[string]string{"GRANTRY_DATA_DIR": t.TempDir(), "GRANTRY_BOOTSTRAP_API_KEY": "boot-key"}
 	url, _, stop := startServer(t, env)
 	call := func(path string, body any) []byte {
