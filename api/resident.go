@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/grantry/grantry/storage"
@@ -20,14 +21,15 @@ import (
 // about a user not asked about for a long while, and reading one from the embedded store
 // touches pages of a multi-gigabyte file that are in no CPU cache.
 //
-// It is read in once, at start (readIn), while the server already answers from the store, and
-// never added to after: a write that touches a user drops the user (their questions read the
-// store again, and the cache keeps them as before), one that touches an organization as a whole
+// It is read in at start (readIn), while the server already answers from the store, and never
+// added to after: a write that touches a user drops the user (their questions read the store
+// again, and the cache keeps them as before), one that touches an organization as a whole
 // drops the organization, through the cache's invalidations (accessCache.invalidateUser,
 // invalidateOrg, invalidateAll), so it is never staler than the cache. Drops made while a
 // read-in is under way are noted and made again on what it read before it is kept, since it
 // may have read those users before the write. Creating a resource drops nothing: no user holds
-// a grant of it yet.
+// a grant of it yet. Once writes have dropped enough (worn), it is read in again whole
+// (Server.KeepResident), the old one answering meanwhile.
 type residentIndex struct {
 	source    storage.HoldingsScanner // what readIn reads
 	maxGrants int                     // the most grants, and users, readIn keeps
@@ -36,8 +38,13 @@ type residentIndex struct {
 	orgs map[string]*residentOrg
 	seed maphash.Seed
 
+	kept int // users the last read-in kept; under mu
+
 	readingMu sync.Mutex
 	reading   *residentDrops // while a read-in is under way, the drops made since it began
+	readOnce  atomic.Bool    // a read-in has ended
+
+	dropped atomic.Int64 // users dropped (or created) since the last read-in began; see worn
 }
 
 // residentDrops is what was dropped while a read-in was under way.
@@ -109,6 +116,8 @@ func (r *residentIndex) readIn(ctx context.Context) (ResidentRead, error) {
 	busy := r.reading != nil
 	if !busy {
 		r.reading = &residentDrops{}
+		r.dropped.Store(0) // what was dropped so far is read again
+
 	}
 	r.readingMu.Unlock()
 	if busy {
@@ -121,6 +130,7 @@ func (r *residentIndex) readIn(ctx context.Context) (ResidentRead, error) {
 	dropped := r.reading
 	r.reading = nil
 	r.readingMu.Unlock()
+	defer r.readOnce.Store(true)
 	if err != nil {
 		return ResidentRead{}, err
 	}
@@ -136,8 +146,26 @@ func (r *residentIndex) readIn(ctx context.Context) (ResidentRead, error) {
 		}
 	}
 	r.orgs = orgs
-	read.Dropped = read.Users - r.heldLocked()
+	r.kept = r.heldLocked()
+	read.Dropped = read.Users - r.kept
 	return read, nil
+}
+
+// worn reports whether the users dropped since the last read-in began (users created count,
+// being held no more than dropped ones) number at least a tenth of those it kept, or any if it
+// kept none: enough that reading in again is worth its cost.
+func (r *residentIndex) worn() bool {
+	r.mu.RLock()
+	kept := r.kept
+	r.mu.RUnlock()
+	return r.dropped.Load() >= max(1, int64(kept/10))
+}
+
+// readingIn reports whether a read-in is under way or none has ended yet.
+func (r *residentIndex) readingIn() bool {
+	r.readingMu.Lock()
+	defer r.readingMu.Unlock()
+	return r.reading != nil || !r.readOnce.Load()
 }
 
 // scan reads the source's users in, by organization, up to maxGrants.
@@ -330,6 +358,7 @@ func (r *residentIndex) asked(org, user string, ids []string) (storage.Asked, bo
 // dropUser forgets one user.
 func (r *residentIndex) dropUser(org, user string) {
 	r.noteDrop(func(d *residentDrops) { d.users = append(d.users, [2]string{org, user}) })
+	r.dropped.Add(1)
 	r.mu.RLock()
 	o := r.orgs[org]
 	r.mu.RUnlock()
@@ -346,14 +375,21 @@ func (r *residentIndex) dropUser(org, user string) {
 func (r *residentIndex) dropOrg(org string) {
 	r.noteDrop(func(d *residentDrops) { d.orgs = append(d.orgs, org) })
 	r.mu.Lock()
+	n := 1
+	if o := r.orgs[org]; o != nil {
+		n = max(n, o.len())
+	}
 	delete(r.orgs, org)
 	r.mu.Unlock()
+	r.dropped.Add(int64(n))
 }
 
 // dropAll forgets everyone.
 func (r *residentIndex) dropAll() {
 	r.noteDrop(func(d *residentDrops) { d.all = true })
 	r.mu.Lock()
+	n := max(1, r.heldLocked())
 	r.orgs = map[string]*residentOrg{}
 	r.mu.Unlock()
+	r.dropped.Add(int64(n))
 }

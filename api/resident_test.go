@@ -334,3 +334,76 @@ func TestWritesDuringReadInAreKept(t *testing.T) {
 		})
 	}
 }
+
+// TestResidentIndexIsReadInAgain: KeepResident reads users' grants in at once, and again once
+// writes have dropped (or created) enough users, the users held then answering from memory
+// as the store does; with nothing written, it reads nothing again.
+func TestResidentIndexIsReadInAgain(t *testing.T) {
+	tests := []struct {
+		name  string
+		write func(w *residentWorld) (held []string) // users then held, in w.org
+		users int                                    // users read in again
+	}{
+		{"a resource removed", func(w *residentWorld) []string {
+			w.res.must("POST", "/llm_integration/remove", w.key, map[string]string{"svc_id": w.models[0]})
+			return []string{w.ada, w.bob, w.dana, w.erin}
+		}, 5},
+		{"a user created and granted", func(w *residentWorld) []string {
+			frank := w.res.scimUser(w.scim, "frank")
+			w.res.must("POST", "/provisions/add_to_user", w.key, map[string]string{"user_id": frank, "svc_id": w.models[3]})
+			return []string{w.ada, frank}
+		}, 6},
+		{"nothing written", nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newResidentWorld(t, 1000)
+			ctx, cancel := context.WithCancel(context.Background())
+			reads := make(chan api.ResidentRead, 10)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				w.res.srv.KeepResident(ctx, 5*time.Millisecond, func(read api.ResidentRead, _ time.Duration, err error) {
+					if err != nil {
+						t.Errorf("read-in: %v", err)
+					}
+					reads <- read
+				})
+			}()
+			defer func() { cancel(); <-done }()
+			next := func(within time.Duration) (api.ResidentRead, bool) {
+				select {
+				case read := <-reads:
+					return read, true
+				case <-time.After(within):
+					return api.ResidentRead{}, false
+				}
+			}
+			if read, ok := next(10 * time.Second); !ok || read.Users != 5 {
+				t.Fatalf("first read-in: %+v (%v), want 5 users", read, ok)
+			}
+			if tc.write == nil {
+				if read, ok := next(300 * time.Millisecond); ok {
+					t.Errorf("read in again with nothing written: %+v", read)
+				}
+				return
+			}
+			held := tc.write(w)
+			read, ok := next(10 * time.Second)
+			if !ok || read.Users != tc.users {
+				t.Fatalf("read-in after the write: %+v (%v), want %d users", read, ok, tc.users)
+			}
+			if w.res.srv.ResidentReading() {
+				t.Error("ResidentReading after the read-in ended")
+			}
+			w.reads.readUsers()
+			w.sameAnswers(t, "after reading in again")
+			fromStore := w.reads.readUsers()
+			for _, u := range held {
+				if slices.Contains(fromStore, [2]string{w.org, u}) {
+					t.Errorf("%s read from the store after reading in again: %v", u, fromStore)
+				}
+			}
+		})
+	}
+}

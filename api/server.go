@@ -5,6 +5,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"log/slog"
 	"net/http"
@@ -149,6 +150,55 @@ func (s *Server) ReadIn(ctx context.Context) (ResidentRead, error) {
 		return ResidentRead{}, nil
 	}
 	return s.resident().readIn(ctx)
+}
+
+// KeepResident reads users' grants in (ReadIn), and again whenever writes have since dropped
+// (or created) users numbering a tenth of those it kept, until ctx ends: it looks every check,
+// and rests after each read-in at least ten times as long as that took, so that reading in
+// costs at most about a tenth of a CPU. A read-in that fails is tried again after the same
+// rest. report is told of each read-in's end but the one ctx stopped. It returns at once when
+// the server keeps no resident index, and when the store cannot read users' grants so.
+func (s *Server) KeepResident(ctx context.Context, check time.Duration, report func(read ResidentRead, took time.Duration, err error)) {
+	r := s.resident()
+	if r == nil {
+		return
+	}
+	for {
+		start := time.Now()
+		read, err := r.readIn(ctx)
+		took := time.Since(start)
+		if ctx.Err() != nil {
+			return
+		}
+		report(read, took, err)
+		if errors.Is(err, errors.ErrUnsupported) || !sleep(ctx, max(check, 10*took)) {
+			return
+		}
+		for err == nil && !r.worn() {
+			if !sleep(ctx, check) {
+				return
+			}
+		}
+	}
+}
+
+// sleep waits for d, or until ctx ends, and reports whether it waited for d.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// ResidentReading reports whether users' grants are being read into memory (ReadIn) or are yet
+// to be read in for the first time: checks of users not held meanwhile read the store.
+func (s *Server) ResidentReading() bool {
+	r := s.resident()
+	return r != nil && r.readingIn()
 }
 
 // ServeHTTP serves one request.

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/grantry/grantry/api"
@@ -233,31 +232,33 @@ func cacheEntries(n int) int {
 }
 
 // readIn reads users' grants into the check path's memory (GRANTRY_RESIDENT_GRANTS) in the
-// background, while the server answers from the store, and puts grantry_resident_reading on
-// /metrics: 1 until it has ended. Failing costs only speed: checks then go on reading the store.
+// background, while the server answers from the store, and again once writes have dropped a
+// tenth of them (api.Server.KeepResident, looking every residentCheck), and puts
+// grantry_resident_reading on /metrics. Failing costs only speed: checks then go on reading
+// the store.
 func readIn(ctx context.Context, srv *api.Server, log *slog.Logger, cs *closers) error {
-	var reading atomic.Bool
-	reading.Store(true)
-	err := srv.GaugeFunc("grantry_resident_reading", "1 while users' grants are being read into memory at start (checks meanwhile read the store), then 0.",
+	err := srv.GaugeFunc("grantry_resident_reading", "1 while users' grants are being read into memory, at start and again once writes have dropped a tenth of them (checks of users not held meanwhile read the store), else 0.",
 		func() float64 {
-			if reading.Load() {
+			if srv.ResidentReading() {
 				return 1
 			}
 			return 0
 		})
 	cs.goUntilStop(ctx, "resident read-in", func(ctx context.Context) {
-		defer reading.Store(false)
-		start := time.Now()
-		read, err := srv.ReadIn(ctx)
-		switch {
-		case errors.Is(err, errors.ErrUnsupported): // a store that cannot read them so
-		case ctx.Err() != nil: // stopping
-		case err != nil:
-			log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
-		case read.Users > 0 || read.Full:
-			log.Info("users' grants read into memory", "users", read.Users-read.Dropped, "grants", read.Grants,
-				"written_meanwhile", read.Dropped, "took", time.Since(start).Round(time.Millisecond), "every_user", !read.Full)
-		}
+		srv.KeepResident(ctx, residentCheck, func(read api.ResidentRead, took time.Duration, err error) {
+			switch {
+			case errors.Is(err, errors.ErrUnsupported): // a store that cannot read them so
+			case err != nil:
+				log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
+			case read.Users > 0 || read.Full:
+				log.Info("users' grants read into memory", "users", read.Users-read.Dropped, "grants", read.Grants,
+					"written_meanwhile", read.Dropped, "took", took.Round(time.Millisecond), "every_user", !read.Full)
+			}
+		})
 	})
 	return err
 }
+
+// residentCheck is how often the server looks whether writes have dropped enough users from
+// memory to read them in again.
+const residentCheck = 30 * time.Second
