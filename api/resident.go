@@ -14,9 +14,10 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// residentIndex holds, from start, every user's own grants in a compact form: for each user
-// without groups, whether they are active and the resources of their grants (with the expiry
-// of those that expire). A question about a user the cache does not hold is then answered
+// residentIndex holds, from start, every user's and every group's grants in a compact form:
+// for each user, whether they are active, the resources of their own grants (with the expiry
+// of those that expire) and their groups; for each group, its name and the resources of its
+// grants. A question about a user the cache does not hold is then answered
 // without reading the store: in an organization of a million users, nearly every question is
 // about a user not asked about for a long while, and reading one from the embedded store
 // touches pages of a multi-gigabyte file that are in no CPU cache.
@@ -54,14 +55,16 @@ type residentDrops struct {
 	all   bool
 }
 
-// residentOrg is one organization's users. Their grants are runs of one array of resource
-// numbers, without pointers for the garbage collector to follow.
+// residentOrg is one organization's users and groups. Their grants are runs of one array of
+// resource numbers, without pointers for the garbage collector to follow.
 type residentOrg struct {
-	ids     []string          // resource ids by number
-	numbers map[string]uint32 // resource numbers by id
-	grants  []uint32          // each user's run sorted
-	expires []int64           // Unix milliseconds (0: never), in runs beside grants; only users with an expiring grant have one
-	shards  [residentShards]residentShard
+	ids      []string                 // resource ids by number
+	numbers  map[string]uint32        // resource numbers by id
+	grants   []uint32                 // each holder's run sorted
+	expires  []int64                  // Unix milliseconds (0: never), in runs beside grants; only holders with an expiring grant have one
+	groups   map[string]residentGroup // by id
+	memberOf []string                 // the ids of each member's groups, in runs, in id order
+	shards   [residentShards]residentShard
 }
 
 const residentShards = 16
@@ -71,12 +74,26 @@ type residentShard struct {
 	users map[string]residentUser
 }
 
-// residentUser is one user: grants[off:off+n] are their grants' resource numbers, and, if
-// expiring is at least 0, expires[expiring:expiring+n] the grants' expiries.
-type residentUser struct {
+// residentRun is one holder's grants: grants[off:off+n] are their resource numbers, and, if
+// expiring is at least 0, expires[expiring:expiring+n] their expiries.
+type residentRun struct {
 	off, n   uint32
 	expiring int32
-	active   bool
+}
+
+// residentUser is one user: their own grants, and memberOf[groupsOff:groupsOff+groups] their
+// groups.
+type residentUser struct {
+	residentRun
+	groupsOff, groups uint32
+	active            bool
+}
+
+// residentGroup is one group: what the policy reads of it, and its id, which each member's
+// copy shares.
+type residentGroup struct {
+	residentRun
+	id, name string
 }
 
 func newResidentIndex(source storage.HoldingsScanner, maxGrants int) *residentIndex {
@@ -84,7 +101,7 @@ func newResidentIndex(source storage.HoldingsScanner, maxGrants int) *residentIn
 }
 
 func newResidentOrg() *residentOrg {
-	o := &residentOrg{numbers: map[string]uint32{}}
+	o := &residentOrg{numbers: map[string]uint32{}, groups: map[string]residentGroup{}}
 	for i := range o.shards {
 		o.shards[i].users = map[string]residentUser{}
 	}
@@ -100,15 +117,15 @@ var errResidentFull = errors.New("resident index full")
 
 // ResidentRead is what Server.ReadIn read.
 type ResidentRead struct {
-	// Users and Grants were read in; Dropped of those users were written to while it read,
-	// and so are not kept.
-	Users, Grants, Dropped int
+	// Users, Groups and their Grants were read in; Dropped of those users were written to
+	// while it read, and so are not kept.
+	Users, Groups, Grants, Dropped int
 	// Full is whether it stopped at its bound, leaving users unread.
 	Full bool
 }
 
-// readIn reads the users of its source in, whole, as long as their grants and they (each
-// counting as one) number at most maxGrants. What it read replaces what r held, less what was
+// readIn reads the groups and users of its source in, whole, as long as their grants and they
+// (each counting as one) number at most maxGrants. What it read replaces what r held, less what was
 // dropped while it read, since that may have been read before the change. One read-in at a
 // time.
 func (r *residentIndex) readIn(ctx context.Context) (ResidentRead, error) {
@@ -168,32 +185,55 @@ func (r *residentIndex) readingIn() bool {
 	return r.reading != nil || !r.readOnce.Load()
 }
 
-// scan reads the source's users in, by organization, up to maxGrants.
+// scan reads the source's groups and then its users in, by organization, up to maxGrants. The
+// two are read in two transactions, which is safe because any write to a group drops its
+// organization, and drops made meanwhile are noted (readIn). A user of a group not read in
+// (past the bound, or made between the two) is not kept.
 func (r *residentIndex) scan(ctx context.Context) (map[string]*residentOrg, ResidentRead, error) {
 	orgs := map[string]*residentOrg{}
 	var (
 		read    ResidentRead
 		scratch []residentGrant
 	)
-	err := r.source.ScanHoldings(ctx, func(u storage.ScannedUser) error {
-		if u.InGroups {
-			return nil
-		}
-		if read.Users+read.Grants+1+len(u.Grants) > r.maxGrants {
-			read.Full = true
-			return errResidentFull
-		}
-		o := orgs[u.OrgID]
+	org := func(id string) *residentOrg {
+		o := orgs[id]
 		if o == nil {
 			o = newResidentOrg()
-			orgs[u.OrgID] = o
+			orgs[id] = o
 		}
-		if o.add(r.seed, u, &scratch) {
-			read.Users++
-			read.Grants += len(u.Grants)
+		return o
+	}
+	full := func(grants int) bool {
+		if read.Users+read.Groups+read.Grants+1+grants > r.maxGrants {
+			read.Full = true
+			return true
+		}
+		return false
+	}
+	err := r.source.ScanGroupHoldings(ctx, func(g storage.ScannedGroup) error {
+		if full(len(g.Grants)) {
+			return errResidentFull
+		}
+		o := org(g.OrgID)
+		if run, ok := o.addRun(g.Grants, &scratch); ok {
+			o.groups[g.GroupID] = residentGroup{residentRun: run, id: g.GroupID, name: g.DisplayName}
+			read.Groups++
+			read.Grants += len(g.Grants)
 		}
 		return nil
 	})
+	if err == nil {
+		err = r.source.ScanHoldings(ctx, func(u storage.ScannedUser) error {
+			if full(len(u.Grants)) {
+				return errResidentFull
+			}
+			if o := org(u.OrgID); o.add(r.seed, u, &scratch) {
+				read.Users++
+				read.Grants += len(u.Grants)
+			}
+			return nil
+		})
+	}
 	if err != nil && !errors.Is(err, errResidentFull) {
 		return nil, ResidentRead{}, fmt.Errorf("read users' grants in: %w", err)
 	}
@@ -239,17 +279,38 @@ func (r *residentIndex) heldLocked() int {
 	return n
 }
 
-// add keeps u, unless an expiry of theirs is not a whole millisecond (kept as milliseconds, it
-// could not be given back as it was), and reports whether it did. scratch is space to reuse.
+// add keeps u, unless an expiry of theirs is not a whole millisecond (addRun) or one of their
+// groups is not held, and reports whether it did. scratch is space to reuse.
 func (o *residentOrg) add(seed maphash.Seed, u storage.ScannedUser, scratch *[]residentGrant) bool {
+	for _, g := range u.Groups {
+		if _, ok := o.groups[g]; !ok {
+			return false
+		}
+	}
+	run, ok := o.addRun(u.Grants, scratch)
+	if !ok {
+		return false
+	}
+	ru := residentUser{residentRun: run, groupsOff: uint32(len(o.memberOf)), groups: uint32(len(u.Groups)), active: u.Active}
+	for _, g := range u.Groups {
+		o.memberOf = append(o.memberOf, o.groups[g].id)
+	}
+	o.shard(seed, u.UserID).users[u.UserID] = ru
+	return true
+}
+
+// addRun appends a holder's grants to the organization's arrays and returns their run, unless
+// an expiry is not a whole millisecond (kept as milliseconds, it could not be given back as it
+// was). scratch is space to reuse.
+func (o *residentOrg) addRun(grants []storage.ScannedGrant, scratch *[]residentGrant) (residentRun, bool) {
 	run := (*scratch)[:0]
 	expiring := false
-	for _, g := range u.Grants {
+	for _, g := range grants {
 		var ms int64 // 0: never
 		if !g.ExpiresAt.IsZero() {
 			ms = g.ExpiresAt.UnixMilli()
 			if ms == 0 || !time.UnixMilli(ms).Equal(g.ExpiresAt) {
-				return false
+				return residentRun{}, false
 			}
 			expiring = true
 		}
@@ -264,18 +325,17 @@ func (o *residentOrg) add(seed maphash.Seed, u storage.ScannedUser, scratch *[]r
 	*scratch = run
 	// Sorted by number, as they are searched.
 	slices.SortFunc(run, func(a, b residentGrant) int { return cmp.Compare(a.number, b.number) })
-	ru := residentUser{off: uint32(len(o.grants)), n: uint32(len(run)), expiring: -1, active: u.Active}
+	rr := residentRun{off: uint32(len(o.grants)), n: uint32(len(run)), expiring: -1}
 	for _, g := range run {
 		o.grants = append(o.grants, g.number)
 	}
 	if expiring {
-		ru.expiring = int32(len(o.expires))
+		rr.expiring = int32(len(o.expires))
 		for _, g := range run {
 			o.expires = append(o.expires, g.expires)
 		}
 	}
-	o.shard(seed, u.UserID).users[u.UserID] = ru
-	return true
+	return rr, true
 }
 
 // residentGrant is a grant being read in: its resource's number, and its expiry in Unix
@@ -305,19 +365,46 @@ func (r *residentIndex) user(org, user string) (o *residentOrg, u residentUser, 
 	return o, u, ok
 }
 
-// grant is u's i-th grant, in the order of their run. The run and the table of ids are never
-// changed once read in: only users are dropped.
-func (o *residentOrg) grant(org, user string, u residentUser, i int) storage.Grant {
-	g := storage.Grant{OrgID: org, UserID: user, ResourceID: o.ids[o.grants[int(u.off)+i]]}
-	if u.expiring >= 0 {
-		if ms := o.expires[int(u.expiring)+i]; ms != 0 {
-			g.ExpiresAt = time.UnixMilli(ms).UTC()
+// grant is the resource and expiry of a run's i-th grant, in the order of the run. The runs
+// and the table of ids are never changed once read in: only users are dropped.
+func (o *residentOrg) grant(run residentRun, i int) (resourceID string, expiresAt time.Time) {
+	resourceID = o.ids[o.grants[int(run.off)+i]]
+	if run.expiring >= 0 {
+		if ms := o.expires[int(run.expiring)+i]; ms != 0 {
+			expiresAt = time.UnixMilli(ms).UTC()
 		}
 	}
-	return g
+	return resourceID, expiresAt
 }
 
-// facts is the store's UserFacts from memory: of the user's record, only Active is read in.
+// find returns the index in run of the grant of resource number n.
+func (o *residentOrg) find(run residentRun, n uint32) (int, bool) {
+	return slices.BinarySearch(o.grants[run.off:run.off+run.n], n)
+}
+
+// groupsOf returns u's groups' ids.
+func (o *residentOrg) groupsOf(u residentUser) []string {
+	return o.memberOf[u.groupsOff : u.groupsOff+u.groups]
+}
+
+// userGrant and groupGrant are a user's and a group's i-th grant.
+func (o *residentOrg) userGrant(org, user string, u residentUser, i int) storage.Grant {
+	id, expires := o.grant(u.residentRun, i)
+	return storage.Grant{OrgID: org, UserID: user, ResourceID: id, ExpiresAt: expires}
+}
+
+func (o *residentOrg) groupGrant(org, group string, g residentGroup, i int) storage.GroupGrant {
+	id, expires := o.grant(g.residentRun, i)
+	return storage.GroupGrant{OrgID: org, GroupID: group, ResourceID: id, ExpiresAt: expires}
+}
+
+// group is what the policy reads of a group's record.
+func (o *residentOrg) group(org, id string) storage.Group {
+	return storage.Group{OrgID: org, ID: id, DisplayName: o.groups[id].name}
+}
+
+// facts is the store's UserFacts from memory, with what the policy reads: of the user's record,
+// only Active; of a group's, its id and name; of a grant, its resource and expiry.
 func (r *residentIndex) facts(org, user string) (storage.Facts, bool) {
 	o, u, ok := r.user(org, user)
 	if !ok {
@@ -326,7 +413,14 @@ func (r *residentIndex) facts(org, user string) (storage.Facts, bool) {
 	f := storage.Facts{Found: true, User: storage.User{OrgID: org, ID: user, Active: u.active}}
 	f.Grants = make([]storage.Grant, u.n)
 	for i := range f.Grants {
-		f.Grants[i] = o.grant(org, user, u, i)
+		f.Grants[i] = o.userGrant(org, user, u, i)
+	}
+	for _, id := range o.groupsOf(u) {
+		f.Groups = append(f.Groups, o.group(org, id))
+		g := o.groups[id]
+		for i := range int(g.n) {
+			f.GroupGrants = append(f.GroupGrants, o.groupGrant(org, id, g, i))
+		}
 	}
 	return f, true
 }
@@ -337,17 +431,27 @@ func (r *residentIndex) asked(org, user string, ids []string) (storage.Asked, bo
 	if !ok {
 		return storage.Asked{}, false
 	}
-	run := o.grants[u.off : u.off+u.n]
+	groups := o.groupsOf(u)
 	held := true
 	var a storage.Asked
 	for _, id := range ids {
 		n, known := o.numbers[id]
-		i, found := slices.BinarySearch(run, n)
-		if !known || !found {
-			held = false
-			continue
+		found := false
+		if known {
+			if i, ok := o.find(u.residentRun, n); ok {
+				a.Grants, found = append(a.Grants, o.userGrant(org, user, u, i)), true
+			}
+			for _, gid := range groups {
+				g := o.groups[gid]
+				if i, ok := o.find(g.residentRun, n); ok {
+					a.GroupGrants, found = append(a.GroupGrants, o.groupGrant(org, gid, g, i)), true
+				}
+			}
 		}
-		a.Grants = append(a.Grants, o.grant(org, user, u, i))
+		held = held && found
+	}
+	for _, id := range groups {
+		a.Groups = append(a.Groups, o.group(org, id))
 	}
 	if held {
 		a.Held, a.Found, a.Active = true, true, u.active

@@ -52,6 +52,10 @@ func (s *readsCounted) AskedGrants(ctx context.Context, orgID, userID string, id
 	return s.Store.AskedGrants(ctx, orgID, userID, ids)
 }
 
+func (s *readsCounted) ScanGroupHoldings(ctx context.Context, fn func(storage.ScannedGroup) error) error {
+	return s.Store.(storage.HoldingsScanner).ScanGroupHoldings(ctx, fn)
+}
+
 func (s *readsCounted) ScanHoldings(ctx context.Context, fn func(storage.ScannedUser) error) error {
 	err := s.Store.(storage.HoldingsScanner).ScanHoldings(ctx, fn)
 	if s.scanned != nil {
@@ -136,14 +140,14 @@ func newResidentWorld(t *testing.T, residentGrants int) *residentWorld {
 }
 
 // readIn reads users' grants into res, and forgets whom the store was asked about so far.
-func (w *residentWorld) readIn(t *testing.T) (users, grants int) {
+func (w *residentWorld) readIn(t *testing.T) api.ResidentRead {
 	t.Helper()
 	read, err := w.res.srv.ReadIn(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.reads.readUsers()
-	return read.Users, read.Grants
+	return read
 }
 
 // sameAnswers asks res and plain every question about the users of both organizations, alone
@@ -196,13 +200,32 @@ func (w *residentWorld) readAfterWrite(t *testing.T, write string, before map[[2
 	}
 }
 
-// TestResidentIndexAnswersAsTheStore: with users' grants read in, every check answers as the
-// store does, and only users the index cannot hold (carl, in a group) or does not know are
-// read from the store; with a bound below everyone's grants, users beyond it are read.
+// TestResidentIndexAnswersAsTheStore: with users' and groups' grants read in, every check
+// answers as the store does, the first question about a user too, and only users the
+// organization does not know are read from the store; with a bound below everyone's grants,
+// users beyond it are read.
 func TestResidentIndexAnswersAsTheStore(t *testing.T) {
 	w := newResidentWorld(t, 1000)
-	if users, grants := w.readIn(t); users != 5 || grants != 7 {
-		t.Errorf("read in %d users with %d grants, want 5 (every user but carl) with 7", users, grants)
+	if read := w.readIn(t); read.Users != 6 || read.Groups != 1 || read.Grants != 9 {
+		t.Errorf("read in %+v, want 6 users and 1 group with 9 grants", read)
+	}
+	// First questions about a user, answered from what is asked (AskedGrants' part) rather
+	// than from a user kept whole: carl's through his group, alone and with his own grant.
+	for _, q := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/provisions/can_user_access", map[string]any{"user_id": w.carl, "svc_id": w.models[2]}},
+		{"/provisions/can_user_access_all", map[string]any{"user_id": w.carl, "tags": []string{w.models[0], w.models[2]}}},
+		{"/provisions/can_user_access", map[string]any{"user_id": w.erin, "svc_id": w.models[0]}},
+	} {
+		r, p := w.res.do("POST", q.path, w.key, q.body), w.plain.do("POST", q.path, w.key, q.body)
+		if string(r.Body) != "true" || string(p.Body) != "true" {
+			t.Errorf("first question %s %v = %s, the store says %s; want true", q.path, q.body, r.Body, p.Body)
+		}
+	}
+	if read := w.reads.readUsers(); len(read) > 0 {
+		t.Errorf("first questions read from the store: %v", read)
 	}
 	got := w.sameAnswers(t, "read in")
 	for _, c := range []struct {
@@ -217,17 +240,17 @@ func TestResidentIndexAnswersAsTheStore(t *testing.T) {
 			t.Errorf("can_user_access(%s, %s) = %v, want %v", c.user, c.model, !c.want, c.want)
 		}
 	}
-	// Read from the store: carl, in a group; users unknown to the organization asked about.
-	want := [][2]string{{w.org, w.carl}, {w.org, w.eve}, {w.org, "no-such-user"}, {w.otherOrg, w.ada}}
+	// Read from the store: only users unknown to the organization asked about.
+	want := [][2]string{{w.org, w.eve}, {w.org, "no-such-user"}, {w.otherOrg, w.ada}}
 	slices.SortFunc(want, func(a, b [2]string) int { return strings.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1]) })
 	if read := w.reads.readUsers(); !slices.Equal(read, want) {
 		t.Errorf("read from the store %v, want %v", read, want)
 	}
 
-	// Bounded to 5, users counting as a grant: one or two users, of five (carl is in a group).
+	// Bounded to 5, users and groups counting as a grant: the group (2), then one user.
 	bounded := newResidentWorld(t, 5)
-	if users, grants := bounded.readIn(t); users < 1 || users > 2 || users+grants > 5 {
-		t.Errorf("bounded to 5: read in %d users with %d grants", users, grants)
+	if read := bounded.readIn(t); read.Users != 1 || read.Groups != 1 || read.Users+read.Groups+read.Grants > 5 || !read.Full {
+		t.Errorf("bounded to 5: read in %+v", read)
 	}
 	bounded.sameAnswers(t, "read in up to 5")
 }
@@ -277,6 +300,14 @@ func TestWritesReachResidentUsers(t *testing.T) {
 		}), func(w *world) [2]string { return [2]string{w.ada, w.models[0]} }, true},
 		{"a group joined", func(w *world) { w.res.addMember(w.key, w.group, w.ada) },
 			func(w *world) [2]string { return [2]string{w.ada, w.models[2]} }, true},
+		{"a group left", post("/groups/remove_member", func(w *world) map[string]string {
+			return map[string]string{"group_id": w.group, "user_id": w.carl}
+		}), func(w *world) [2]string { return [2]string{w.carl, w.models[2]} }, true},
+		{"a group's grant revoked", post("/provisions/remove_from_group", func(w *world) map[string]string {
+			return map[string]string{"group_id": w.group, "svc_id": w.models[2]}
+		}), func(w *world) [2]string { return [2]string{w.carl, w.models[2]} }, true},
+		{"a group granted", func(w *world) { w.res.grantGroup(w.key, w.group, w.models[3]) },
+			func(w *world) [2]string { return [2]string{w.carl, w.models[3]} }, true},
 		{"a new resource granted", func(w *world) {
 			m := w.res.model(w.key, "model 4")
 			w.models = append(w.models, m)
@@ -315,7 +346,7 @@ func TestWritesDuringReadInAreKept(t *testing.T) {
 		}, func(w *residentWorld) [2]string { return [2]string{w.ada, w.models[3]} }, false, 1},
 		{"a resource removed", func(w *residentWorld) {
 			w.res.must("POST", "/llm_integration/remove", w.key, map[string]string{"svc_id": w.models[0]})
-		}, func(w *residentWorld) [2]string { return [2]string{w.ada, w.models[0]} }, true, 4},
+		}, func(w *residentWorld) [2]string { return [2]string{w.ada, w.models[0]} }, true, 5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -326,8 +357,8 @@ func TestWritesDuringReadInAreKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if read.Users != 5 || read.Dropped != tc.dropped {
-				t.Errorf("read in %d users, %d of them dropped; want 5 and %d", read.Users, read.Dropped, tc.dropped)
+			if read.Users != 6 || read.Dropped != tc.dropped {
+				t.Errorf("read in %d users, %d of them dropped; want 6 and %d", read.Users, read.Dropped, tc.dropped)
 			}
 			w.reads.readUsers()
 			w.readAfterWrite(t, tc.name, before, tc.changed(w), tc.orgWide)
@@ -346,13 +377,13 @@ func TestResidentIndexIsReadInAgain(t *testing.T) {
 	}{
 		{"a resource removed", func(w *residentWorld) []string {
 			w.res.must("POST", "/llm_integration/remove", w.key, map[string]string{"svc_id": w.models[0]})
-			return []string{w.ada, w.bob, w.dana, w.erin}
-		}, 5},
+			return []string{w.ada, w.bob, w.carl, w.dana, w.erin}
+		}, 6},
 		{"a user created and granted", func(w *residentWorld) []string {
 			frank := w.res.scimUser(w.scim, "frank")
 			w.res.must("POST", "/provisions/add_to_user", w.key, map[string]string{"user_id": frank, "svc_id": w.models[3]})
-			return []string{w.ada, frank}
-		}, 6},
+			return []string{w.ada, w.carl, frank}
+		}, 7},
 		{"nothing written", nil, 0},
 	}
 	for _, tc := range tests {
@@ -379,8 +410,8 @@ func TestResidentIndexIsReadInAgain(t *testing.T) {
 					return api.ResidentRead{}, false
 				}
 			}
-			if read, ok := next(10 * time.Second); !ok || read.Users != 5 {
-				t.Fatalf("first read-in: %+v (%v), want 5 users", read, ok)
+			if read, ok := next(10 * time.Second); !ok || read.Users != 6 {
+				t.Fatalf("first read-in: %+v (%v), want 6 users", read, ok)
 			}
 			if tc.write == nil {
 				if read, ok := next(300 * time.Millisecond); ok {

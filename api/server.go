@@ -50,7 +50,7 @@ type Config struct {
 	CacheEntries int
 	// ResidentGrants is how many grants ReadIn may keep in memory (resident.go); 0 or less
 	// keeps none. It takes effect only with a cache, and a store that is not shared and can
-	// read every user's grants in one pass (storage.HoldingsScanner: the embedded store).
+	// read every user's and group's grants in one pass (storage.HoldingsScanner: the embedded store).
 	ResidentGrants int
 	// SharedStore says that other processes may change the store (MongoDB). The cache is then
 	// used only within maxStaleness of the last Synced, the store's change feed saying it has
@@ -139,7 +139,7 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// ReadIn reads every user's own grants into memory, up to Config.ResidentGrants of them
+// ReadIn reads every group's and user's grants into memory, up to Config.ResidentGrants of them
 // (resident.go), so that checks about users the cache does not hold read nothing from the
 // store. It does nothing when the server keeps no resident index, and fails with
 // errors.ErrUnsupported when the store turns out to have no way to read them so. It may run

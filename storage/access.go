@@ -189,27 +189,37 @@ func Expired(expiresAt, now time.Time) bool {
 	return !expiresAt.IsZero() && !expiresAt.After(now)
 }
 
-// HoldingsScanner is a store that can read every user's own holdings in one pass: the
-// embedded store, whose check path keeps them in memory from start (api's resident index).
+// HoldingsScanner is a store that can read every user's and every group's holdings in one
+// pass each: the embedded store, whose check path keeps them in memory (api's resident index).
 type HoldingsScanner interface {
 	// ScanHoldings calls fn with every user of every organization, in the order of their
-	// organization's and their ids, all read at one moment. fn must not keep u.Grants, which
-	// the next call reuses. An error of fn stops the scan and is returned.
+	// organization's and their ids, all read at one moment. fn must not keep u.Grants or
+	// u.Groups, which the next call reuses. An error of fn stops the scan and is returned.
 	ScanHoldings(ctx context.Context, fn func(u ScannedUser) error) error
+	// ScanGroupHoldings is ScanHoldings for groups: every group of every organization with
+	// its grants, all read at one moment (not necessarily ScanHoldings's).
+	ScanGroupHoldings(ctx context.Context, fn func(g ScannedGroup) error) error
 }
 
 // ScannedUser is what ScanHoldings reads of one user.
 type ScannedUser struct {
 	OrgID, UserID string
 	Active        bool
-	// InGroups is whether the user is a member of a group: their groups and the groups'
-	// grants are not read.
-	InGroups bool
+	// Groups is the ids of the groups the user is a member of, in UserGroups' order (by id).
+	Groups []string
 	// Grants is the user's own grants, live or expired, in the order of their resources' ids.
 	Grants []ScannedGrant
 }
 
-// ScannedGrant is one of a user's own grants: its resource, and when it expires (zero: never).
+// ScannedGroup is what ScanGroupHoldings reads of one group: what the policy reads of it.
+type ScannedGroup struct {
+	OrgID, GroupID string
+	DisplayName    string
+	// Grants is the group's grants, live or expired, in the order of their resources' ids.
+	Grants []ScannedGrant
+}
+
+// ScannedGrant is one of a user's or a group's grants: its resource, and when it expires (zero: never).
 type ScannedGrant struct {
 	ResourceID string
 	ExpiresAt  time.Time

@@ -250,8 +250,8 @@ func readIn(ctx context.Context, srv *api.Server, log *slog.Logger, cs *closers)
 			case errors.Is(err, errors.ErrUnsupported): // a store that cannot read them so
 			case err != nil:
 				log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
-			case read.Users > 0 || read.Full:
-				log.Info("users' grants read into memory", "users", read.Users-read.Dropped, "grants", read.Grants,
+			case read.Users > 0 || read.Groups > 0 || read.Full:
+				log.Info("users' grants read into memory", "users", read.Users-read.Dropped, "groups", read.Groups, "grants", read.Grants,
 					"written_meanwhile", read.Dropped, "took", took.Round(time.Millisecond), "every_user", !read.Full)
 			}
 		})

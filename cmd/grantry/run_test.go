@@ -78,7 +78,7 @@ func TestServeReadsGrantsIn(t *testing.T) {
 		return m[1]
 	}
 	waitUntil(t, 15*time.Second, "the read-in", func() bool { return metric("grantry_resident_reading") == "0" })
-	if !strings.Contains(stderr.String(), `"msg":"users' grants read into memory","users":2,"grants":2`) {
+	if !strings.Contains(stderr.String(), `"msg":"users' grants read into memory","users":2,"groups":0,"grants":2`) {
 		t.Errorf("no line saying two users were read in:\n%s", stderr)
 	}
 	if got := metric("grantry_resident_users"); got != "2" {

@@ -28,7 +28,7 @@ func (c *Config) readCache(getenv func(string) string) {
 
 func (c *Config) registerCacheFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.CacheEntries, "cache-entries", c.CacheEntries, "users whose facts and decisions the check path keeps in memory; 0 = none (GRANTRY_CACHE_ENTRIES)")
-	fs.IntVar(&c.ResidentGrants, "resident-grants", c.ResidentGrants, "users' own grants the embedded store's check path reads into memory at start; 0 = none (GRANTRY_RESIDENT_GRANTS)")
+	fs.IntVar(&c.ResidentGrants, "resident-grants", c.ResidentGrants, "users' and groups' grants the embedded store's check path reads into memory at start; 0 = none (GRANTRY_RESIDENT_GRANTS)")
 	fs.BoolVar(&c.Preload, "preload", c.Preload, "read the embedded store's file into memory at start, so that no check waits on the disk (GRANTRY_PRELOAD)")
 }
 

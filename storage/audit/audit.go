@@ -413,3 +413,12 @@ func (s *Store) ScanHoldings(ctx context.Context, fn func(u storage.ScannedUser)
 	}
 	return sc.ScanHoldings(ctx, fn)
 }
+
+// ScanGroupHoldings is ScanHoldings for groups.
+func (s *Store) ScanGroupHoldings(ctx context.Context, fn func(g storage.ScannedGroup) error) error {
+	sc, ok := s.Store.(storage.HoldingsScanner)
+	if !ok {
+		return fmt.Errorf("scan group holdings: %w", errors.ErrUnsupported)
+	}
+	return sc.ScanGroupHoldings(ctx, fn)
+}

@@ -153,9 +153,10 @@ func withAskedWorld(t *testing.T, s storage.Store) (many []string) {
 	return many
 }
 
-// testScanHoldings checks, of a store that reads every user's own holdings in one pass
-// (storage.HoldingsScanner), that it reads every user once, in the order of organization and
-// id, each as each part's method reads them (UserFactsOf). Other stores skip it.
+// testScanHoldings checks, of a store that reads every user's and group's holdings in one
+// pass each (storage.HoldingsScanner), that it reads every user once, in the order of
+// organization and id, each as each part's method reads them (UserFactsOf), and every group
+// once, in the same order, as ListGroups and GroupGrants read them. Other stores skip it.
 func testScanHoldings(t *testing.T, open opener) {
 	s := open(t)
 	sc, ok := s.(storage.HoldingsScanner)
@@ -164,6 +165,12 @@ func testScanHoldings(t *testing.T, open opener) {
 	}
 	ctx := t.Context()
 	withAskedWorld(t, s)
+	expiring := groupGrant("g-2", 1, 5)
+	expiring.ExpiresAt = at(60)
+	setGroupGrant(t, s, expiring)
+	noErr(t, "CreateGroup(g-4)", s.CreateGroup(ctx, plainGroup("g-4", "Empty", 1))) // no grants, no members
+	noErr(t, "CreateGroup(g-0 of org-2)", s.CreateGroup(ctx, storage.Group{OrgID: "org-2", ID: "g-0", DisplayName: "Other", Members: []string{"u-9"}, CreatedAt: at(1), ModifiedAt: at(1)}))
+	testScanGroupHoldings(t, s, sc)
 	var want []string
 	for _, org := range []string{"org-1", "org-2"} {
 		users, err := s.ListUsers(ctx, org)
@@ -182,7 +189,7 @@ func testScanHoldings(t *testing.T, open opener) {
 			grants = append(grants, storage.ScannedGrant{ResourceID: g.ResourceID, ExpiresAt: g.ExpiresAt})
 		}
 		slices.SortFunc(grants, func(a, b storage.ScannedGrant) int { return strings.Compare(a.ResourceID, b.ResourceID) })
-		wantUser := storage.ScannedUser{OrgID: u.OrgID, UserID: u.UserID, Active: f.User.Active, InGroups: len(f.Groups) > 0, Grants: grants}
+		wantUser := storage.ScannedUser{OrgID: u.OrgID, UserID: u.UserID, Active: f.User.Active, Groups: storage.GroupIDs(f.Groups), Grants: grants}
 		diff(t, fmt.Sprintf("ScanHoldings: user %q of %s", u.UserID, u.OrgID), wantUser, u, equateEmpty)
 		return nil
 	})
@@ -194,12 +201,58 @@ func testScanHoldings(t *testing.T, open opener) {
 	if len(want) != 7 {
 		t.Errorf("only %d users to scan: the world is not the one described", len(want))
 	}
+	stopsAtFnError(t, "ScanHoldings", func(fn func() error) error {
+		return sc.ScanHoldings(ctx, func(storage.ScannedUser) error { return fn() })
+	})
+}
+
+// stopsAtFnError checks that scan, given an fn that fails, stops at its first call and returns
+// its error.
+func stopsAtFnError(t *testing.T, name string, scan func(fn func() error) error) {
+	t.Helper()
 	stop := errors.New("stop")
 	calls := 0
-	err = sc.ScanHoldings(ctx, func(storage.ScannedUser) error { calls++; return stop })
+	err := scan(func() error { calls++; return stop })
 	if !errors.Is(err, stop) || calls != 1 {
-		t.Errorf("ScanHoldings with fn failing = %v after %d calls, want fn's error after 1", err, calls)
+		t.Errorf("%s with fn failing = %v after %d calls, want fn's error after 1", name, err, calls)
 	}
+}
+
+// testScanGroupHoldings is testScanHoldings's part for groups.
+func testScanGroupHoldings(t *testing.T, s storage.Store, sc storage.HoldingsScanner) {
+	ctx := t.Context()
+	var want []storage.ScannedGroup
+	for _, org := range []string{"org-1", "org-2"} {
+		groups, err := s.ListGroups(ctx, org)
+		noErr(t, "ListGroups", err)
+		for _, g := range groups {
+			gg, err := s.GroupGrants(ctx, org, []string{g.ID})
+			noErr(t, "GroupGrants", err)
+			sg := storage.ScannedGroup{OrgID: org, GroupID: g.ID, DisplayName: g.DisplayName, Grants: []storage.ScannedGrant{}}
+			for _, r := range gg {
+				sg.Grants = append(sg.Grants, storage.ScannedGrant{ResourceID: r.ResourceID, ExpiresAt: r.ExpiresAt})
+			}
+			slices.SortFunc(sg.Grants, func(a, b storage.ScannedGrant) int { return strings.Compare(a.ResourceID, b.ResourceID) })
+			want = append(want, sg)
+		}
+	}
+	slices.SortFunc(want, func(a, b storage.ScannedGroup) int {
+		return cmp.Or(strings.Compare(a.OrgID, b.OrgID), strings.Compare(a.GroupID, b.GroupID))
+	})
+	var got []storage.ScannedGroup
+	err := sc.ScanGroupHoldings(ctx, func(g storage.ScannedGroup) error {
+		g.Grants = slices.Clone(g.Grants) // the next call reuses them
+		got = append(got, g)
+		return nil
+	})
+	noErr(t, "ScanGroupHoldings", err)
+	diff(t, "ScanGroupHoldings", want, got, equateEmpty)
+	if len(want) != 5 {
+		t.Errorf("%d groups to scan: the world is not the one described", len(want))
+	}
+	stopsAtFnError(t, "ScanGroupHoldings", func(fn func() error) error {
+		return sc.ScanGroupHoldings(ctx, func(storage.ScannedGroup) error { return fn() })
+	})
 }
 
 // testIDsThatBeginWithAnother checks that what belongs to one user or group is never read as

@@ -4,15 +4,20 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/grantry/grantry/storage"
 )
 
-// scanFunc is a storage.HoldingsScanner made of a function.
+// scanFunc is a storage.HoldingsScanner of users made of a function, with no groups.
 type scanFunc func(ctx context.Context, fn func(storage.ScannedUser) error) error
 
 func (f scanFunc) ScanHoldings(ctx context.Context, fn func(storage.ScannedUser) error) error {
 	return f(ctx, fn)
+}
+
+func (f scanFunc) ScanGroupHoldings(context.Context, func(storage.ScannedGroup) error) error {
+	return nil
 }
 
 // TestResidentIndexWearsOut: the index asks to be read in again once the users dropped since
@@ -84,5 +89,64 @@ func TestResidentIndexWearsOut(t *testing.T) {
 				t.Errorf("after reading in again: worn %v, held %d; want false, %d", r.worn(), r.held(), len(tc.held))
 			}
 		})
+	}
+}
+
+// groupsAndUsers is a storage.HoldingsScanner of fixed groups and users.
+type groupsAndUsers struct {
+	groups []storage.ScannedGroup
+	users  []storage.ScannedUser
+}
+
+func (s groupsAndUsers) ScanGroupHoldings(ctx context.Context, fn func(storage.ScannedGroup) error) error {
+	for _, g := range s.groups {
+		if err := fn(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s groupsAndUsers) ScanHoldings(ctx context.Context, fn func(storage.ScannedUser) error) error {
+	for _, u := range s.users {
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestResidentUserOfAGroupNotReadIn: a user of a group that the read-in did not read (made
+// between its reading of groups and of users) is not kept, nor one of a group whose expiry
+// could not be kept; the other members are, with their groups.
+func TestResidentUserOfAGroupNotReadIn(t *testing.T) {
+	odd := time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC) // not a whole millisecond
+	r := newResidentIndex(groupsAndUsers{
+		groups: []storage.ScannedGroup{
+			{OrgID: "o1", GroupID: "eng", DisplayName: "Eng", Grants: []storage.ScannedGrant{{ResourceID: "r1"}}},
+			{OrgID: "o1", GroupID: "odd", DisplayName: "Odd", Grants: []storage.ScannedGrant{{ResourceID: "r2", ExpiresAt: odd}}},
+		},
+		users: []storage.ScannedUser{
+			{OrgID: "o1", UserID: "ada", Active: true, Groups: []string{"eng"}},
+			{OrgID: "o1", UserID: "bob", Active: true, Groups: []string{"eng", "new"}},
+			{OrgID: "o1", UserID: "carl", Active: true, Groups: []string{"odd"}},
+		},
+	}, 1000)
+	read, err := r.readIn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.Users != 1 || read.Groups != 1 {
+		t.Errorf("read in %+v, want 1 user and 1 group", read)
+	}
+	f, ok := r.facts("o1", "ada")
+	if !ok || len(f.Groups) != 1 || f.Groups[0].ID != "eng" || f.Groups[0].DisplayName != "Eng" ||
+		len(f.GroupGrants) != 1 || f.GroupGrants[0] != (storage.GroupGrant{OrgID: "o1", GroupID: "eng", ResourceID: "r1"}) {
+		t.Errorf("ada = %+v (%v), want a member of Eng, which holds r1", f, ok)
+	}
+	for _, u := range []string{"bob", "carl"} {
+		if _, ok := r.facts("o1", u); ok {
+			t.Errorf("%s held", u)
+		}
 	}
 }
