@@ -120,21 +120,20 @@ type ResidentRead struct {
 	// Users, Groups and their Grants were read in; Dropped of those users were written to
 	// while it read, and so are not kept.
 	Users, Groups, Grants, Dropped int
-	// Full is whether it stopped at its bound, leaving users unread.
+	// Full is whether it stopped at its bound, leaving groups or users unread.
 	Full bool
 }
 
 // readIn reads the groups and users of its source in, whole, as long as their grants and they
-// (each counting as one) number at most maxGrants. What it read replaces what r held, less what was
-// dropped while it read, since that may have been read before the change. One read-in at a
-// time.
+// (each counting as one) number at most maxGrants. What it read replaces what r held, less
+// what was dropped while it read, since that may have been read before the change. One
+// read-in at a time.
 func (r *residentIndex) readIn(ctx context.Context) (ResidentRead, error) {
 	r.readingMu.Lock()
 	busy := r.reading != nil
 	if !busy {
 		r.reading = &residentDrops{}
 		r.dropped.Store(0) // what was dropped so far is read again
-
 	}
 	r.readingMu.Unlock()
 	if busy {
