@@ -377,6 +377,13 @@ func (c *accessCache[V]) invalidateUser(org, user string) {
 	}
 }
 
+// invalidateUsers drops what is cached of each of users.
+func (c *accessCache[V]) invalidateUsers(org string, users []string) {
+	for _, u := range users {
+		c.invalidateUser(org, u)
+	}
+}
+
 // invalidateOrg drops what is cached of every user of the organization: their entries are
 // recognised as stale by their generation on their next use.
 func (c *accessCache[V]) invalidateOrg(org string) {

@@ -237,6 +237,18 @@ func TestSCIMGroupsAreGrantableButTheirs(t *testing.T) {
 	if !f.check(key, cat, model) {
 		t.Fatal("cat back in the group cannot use the model")
 	}
+	// A rename reaches the members' explanations, however often they were asked before, as
+	// the one thing of the group besides its members that the policy reads.
+	for range 3 {
+		f.explainReasons(key, cat, model)
+	}
+	if r := f.scimDo("PATCH", "/scim/v2/Groups/"+eng, token, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+		"Operations":[{"op":"replace","path":"displayName","value":"Platform"}]}`); r.Status != http.StatusOK {
+		t.Fatalf("rename SCIM group = %d %s", r.Status, r.Body)
+	}
+	if got := f.explainReasons(key, cat, model); !slices.Equal(got, []string{"granted", "granted via group Platform"}) {
+		t.Errorf("explain after the rename = %q, want granted via group Platform", got)
+	}
 	if r := f.scimDo("DELETE", "/scim/v2/Groups/"+eng, token, ""); r.Status != http.StatusNoContent {
 		t.Fatalf("delete SCIM group = %d %s", r.Status, r.Body)
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/grantry/grantry/policy"
@@ -102,13 +103,55 @@ func (st invalidating) RevokeChanged(ctx context.Context, orgID, userID, resourc
 
 // Groups and their grants reach every member.
 
+// CreateGroup reaches the group's members only: of a group, a decision reads only the groups
+// of the user it is about.
 func (st invalidating) CreateGroup(ctx context.Context, g storage.Group) error {
-	return st.changedOrg(ctx, st.Store.CreateGroup(ctx, g), g.OrgID)
+	err := st.Store.CreateGroup(ctx, g)
+	if err != nil {
+		return st.changedOrg(ctx, err, g.OrgID)
+	}
+	return st.changed(ctx, nil, g.OrgID, func() { st.cache.invalidateUsers(g.OrgID, g.Members) })
 }
 
+// UpdateGroup reaches the users who joined or left the group, or, if it was renamed, everyone
+// who was or is a member (groupChangeReaches). A failed update reaches the whole organization,
+// as it may have happened.
 func (st invalidating) UpdateGroup(ctx context.Context, orgID, integrationID, id string, fn func(*storage.Group) error) (storage.Group, error) {
-	g, err := st.Store.UpdateGroup(ctx, orgID, integrationID, id, fn)
-	return g, st.changedOrg(ctx, err, orgID)
+	var before storage.Group
+	g, err := st.Store.UpdateGroup(ctx, orgID, integrationID, id, func(g *storage.Group) error {
+		// fn may run more than once; the last run is the one kept.
+		before = *g
+		before.Members = slices.Clone(g.Members)
+		return fn(g)
+	})
+	if err != nil {
+		return g, st.changedOrg(ctx, err, orgID)
+	}
+	return g, st.changed(ctx, nil, orgID, func() { st.cache.invalidateUsers(orgID, groupChangeReaches(before, g)) })
+}
+
+// groupChangeReaches returns the users whose decisions a change of a group from before to after
+// may change: those who joined or left it, or every member of either if its name changed, the
+// one other thing of a group's record the policy reads.
+func groupChangeReaches(before, after storage.Group) []string {
+	if before.DisplayName != after.DisplayName {
+		return append(slices.Clone(before.Members), after.Members...)
+	}
+	was := make(map[string]bool, len(before.Members))
+	for _, m := range before.Members {
+		was[m] = true
+	}
+	var reached []string
+	for _, m := range after.Members {
+		if !was[m] {
+			reached = append(reached, m) // joined
+		}
+		delete(was, m)
+	}
+	for m := range was {
+		reached = append(reached, m) // left
+	}
+	return reached
 }
 
 func (st invalidating) DeleteGroup(ctx context.Context, orgID, integrationID, id string) error {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -216,5 +217,33 @@ func TestSharedStoreTrustsTheCacheOnlyWhileSynced(t *testing.T) {
 	answer503(fmt.Errorf("get user: %w", storage.ErrUnavailable))
 	if read() {
 		t.Error("the cache was used after a request found the store unavailable")
+	}
+}
+
+// TestGroupChangeReaches: a change of a group reaches those who joined or left it, or, when it
+// is renamed, everyone who was or is a member; a change of nothing the policy reads, no one.
+func TestGroupChangeReaches(t *testing.T) {
+	group := func(name string, members ...string) storage.Group {
+		return storage.Group{OrgID: "o1", ID: "g1", DisplayName: name, Members: members}
+	}
+	tests := []struct {
+		name          string
+		before, after storage.Group
+		want          []string
+	}{
+		{"joined", group("Eng", "ada"), group("Eng", "ada", "bob"), []string{"bob"}},
+		{"left", group("Eng", "ada", "bob"), group("Eng", "bob"), []string{"ada"}},
+		{"joined and left", group("Eng", "ada", "bob"), group("Eng", "bob", "carl"), []string{"ada", "carl"}},
+		{"reordered", group("Eng", "ada", "bob"), group("Eng", "bob", "ada"), nil},
+		{"external id changed", group("Eng", "ada"), func() storage.Group { g := group("Eng", "ada"); g.ExternalID = "x"; return g }(), nil},
+		{"renamed", group("Eng", "ada", "bob"), group("Platform", "bob", "carl"), []string{"ada", "bob", "carl"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := slices.Compact(slices.Sorted(slices.Values(groupChangeReaches(tc.before, tc.after))))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("groupChangeReaches = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
