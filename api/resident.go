@@ -185,9 +185,10 @@ func (r *residentIndex) readingIn() bool {
 }
 
 // scan reads the source's groups and then its users in, by organization, up to maxGrants. The
-// two are read in two transactions, which is safe because any write to a group drops its
-// organization, and drops made meanwhile are noted (readIn). A user of a group not read in
-// (past the bound, or made between the two) is not kept.
+// two are read in two transactions, which is safe because every write to a group drops every
+// user whose decisions it may change (the members it reaches, or the organization), and drops
+// made meanwhile are noted (readIn). A user of a group not read in (past the bound, or made
+// between the two) is not kept.
 func (r *residentIndex) scan(ctx context.Context) (map[string]*residentOrg, ResidentRead, error) {
 	orgs := map[string]*residentOrg{}
 	var (
