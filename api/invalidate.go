@@ -117,13 +117,7 @@ func (st invalidating) CreateGroup(ctx context.Context, g storage.Group) error {
 // who was or is a member (groupChangeReaches). A failed update reaches the whole organization,
 // as it may have happened.
 func (st invalidating) UpdateGroup(ctx context.Context, orgID, integrationID, id string, fn func(*storage.Group) error) (storage.Group, error) {
-	var before storage.Group
-	g, err := st.Store.UpdateGroup(ctx, orgID, integrationID, id, func(g *storage.Group) error {
-		// fn may run more than once; the last run is the one kept.
-		before = *g
-		before.Members = slices.Clone(g.Members)
-		return fn(g)
-	})
+	before, g, err := storage.UpdateGroupFrom(ctx, st.Store, orgID, integrationID, id, fn)
 	if err != nil {
 		return g, st.changedOrg(ctx, err, orgID)
 	}

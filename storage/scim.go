@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -114,4 +115,17 @@ type Group struct {
 	Members    []string
 	CreatedAt  time.Time
 	ModifiedAt time.Time
+}
+
+// UpdateGroupFrom is st.UpdateGroup that also returns the group as it was before the update:
+// as fn last saw it, since fn may run more than once and only its last run is kept.
+func UpdateGroupFrom(ctx context.Context, st interface {
+	UpdateGroup(ctx context.Context, orgID, integrationID, id string, fn func(*Group) error) (Group, error)
+}, orgID, integrationID, id string, fn func(*Group) error) (before, after Group, err error) {
+	after, err = st.UpdateGroup(ctx, orgID, integrationID, id, func(g *Group) error {
+		before = *g
+		before.Members = slices.Clone(g.Members)
+		return fn(g)
+	})
+	return before, after, err
 }

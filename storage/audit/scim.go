@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/grantry/grantry/storage"
@@ -109,12 +108,7 @@ func (s *Store) CreateGroup(ctx context.Context, g storage.Group) error {
 // UpdateGroup changes the group and records group.updated when its name, external id or
 // members changed.
 func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string, fn func(*storage.Group) error) (storage.Group, error) {
-	var before storage.Group
-	after, err := s.Store.UpdateGroup(ctx, orgID, integrationID, id, func(g *storage.Group) error {
-		before = *g
-		before.Members = slices.Clone(g.Members)
-		return fn(g)
-	})
+	before, after, err := storage.UpdateGroupFrom(ctx, s.Store, orgID, integrationID, id, fn)
 	if err != nil {
 		return after, err
 	}
