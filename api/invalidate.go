@@ -152,14 +152,29 @@ func (st invalidating) DeleteGroup(ctx context.Context, orgID, integrationID, id
 	return st.changedOrg(ctx, st.Store.DeleteGroup(ctx, orgID, integrationID, id), orgID)
 }
 
+// SetGroupGrant and RevokeGroupGrant reach the group's members (changedGroupGrants).
 func (st invalidating) SetGroupGrant(ctx context.Context, g storage.GroupGrant) (*storage.GroupGrant, error) {
 	before, err := st.Store.SetGroupGrant(ctx, g)
-	return before, st.changedOrg(ctx, err, g.OrgID)
+	return before, st.changedGroupGrants(ctx, err, g.OrgID, g.GroupID)
 }
 
 func (st invalidating) RevokeGroupGrant(ctx context.Context, orgID, groupID, resourceID string) (bool, error) {
 	removed, err := st.Store.RevokeGroupGrant(ctx, orgID, groupID, resourceID)
-	return removed, st.changedOrg(ctx, err, orgID)
+	return removed, st.changedGroupGrants(ctx, err, orgID, groupID)
+}
+
+// changedGroupGrants drops the members of a group whose grants a write changed, read after the
+// write: whoever was a member when it was made is one still, or has left since, which drops
+// them too. A failed write, or a group that cannot be read, reaches the whole organization.
+func (st invalidating) changedGroupGrants(ctx context.Context, err error, orgID, groupID string) error {
+	if err != nil {
+		return st.changedOrg(ctx, err, orgID)
+	}
+	g, err := st.Store.GetOrgGroup(ctx, orgID, groupID)
+	if err != nil {
+		return st.changedOrg(ctx, nil, orgID)
+	}
+	return st.changed(ctx, nil, orgID, func() { st.cache.invalidateUsers(orgID, g.Members) })
 }
 
 // DeleteExpiredGrants removes grants that already allow nothing, so no decision changes; the
