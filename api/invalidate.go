@@ -56,11 +56,18 @@ func (st invalidating) DeleteResource(ctx context.Context, orgID, id string) err
 
 // Users.
 
+// ImportUsers reaches the users it returns, matched or new (a new user may have been cached as
+// unknown); a failed import, which may have written part of them, the whole organization.
 func (st invalidating) ImportUsers(ctx context.Context, orgID, integrationID string, users []storage.UserImport, now time.Time) ([]storage.User, error) {
-	// An import may touch thousands of users (a refused one, part of them; a new user may
-	// have been cached as unknown): forget the organization rather than each.
 	out, err := st.Store.ImportUsers(ctx, orgID, integrationID, users, now)
-	return out, st.changedOrg(ctx, err, orgID)
+	if err != nil {
+		return out, st.changedOrg(ctx, err, orgID)
+	}
+	return out, st.changed(ctx, nil, orgID, func() {
+		for _, u := range out {
+			st.cache.invalidateUser(orgID, u.ID)
+		}
+	})
 }
 
 func (st invalidating) CreateUser(ctx context.Context, u storage.User) error {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -76,6 +77,28 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 			_, err := s.ImportUsers(ctx, org, "int", []storage.UserImport{{Email: "ada@x", First: "Augusta"}}, now)
 			return err
 		}, true},
+		{"ImportUsers of others", func(ctx context.Context, s storage.Store) error {
+			_, err := s.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "bob", Email: "bob@x"}}, now)
+			return err
+		}, false},
+		{"ImportUsers refused", func(ctx context.Context, s storage.Store) error {
+			_, err := s.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "ada", Email: "other@x"}}, now)
+			if !errors.Is(err, storage.ErrConflict) {
+				return fmt.Errorf("import of a taken id = %v, want a conflict", err)
+			}
+			return nil
+		}, true},
+		{"CreateGroup of others", func(ctx context.Context, s storage.Store) error {
+			return s.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g3", DisplayName: "three", Members: []string{"cy"}, CreatedAt: now, ModifiedAt: now})
+		}, false},
+		{"UpdateGroup of others", func(ctx context.Context, s storage.Store) error {
+			_, err := s.UpdateGroup(ctx, org, "", "g2", func(g *storage.Group) error { g.Members = nil; return nil })
+			return err
+		}, false},
+		{"SetGroupGrant of another group", func(ctx context.Context, s storage.Store) error {
+			_, err := s.SetGroupGrant(ctx, storage.GroupGrant{OrgID: org, GroupID: "g2", ResourceID: res, CreatedAt: now})
+			return err
+		}, false},
 		{"UpdateUser", func(ctx context.Context, s storage.Store) error {
 			_, err := s.UpdateUser(ctx, org, "int", "ada", func(u *storage.User) error { u.Active = false; return nil })
 			return err
@@ -94,7 +117,7 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 			return err
 		}, true},
 		{"CreateGroup", func(ctx context.Context, s storage.Store) error {
-			return s.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g2", DisplayName: "two", Members: []string{"ada"}, CreatedAt: now, ModifiedAt: now})
+			return s.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g3", DisplayName: "three", Members: []string{"ada"}, CreatedAt: now, ModifiedAt: now})
 		}, true},
 		{"UpdateGroup", func(ctx context.Context, s storage.Store) error {
 			_, err := s.UpdateGroup(ctx, org, "", "g1", func(g *storage.Group) error { g.Members = nil; return nil })
@@ -137,6 +160,9 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 			_, err = raw.SetGrant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: res, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)})
 			must(err)
 			must(raw.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g1", DisplayName: "one", Members: []string{"ada"}, CreatedAt: now, ModifiedAt: now}))
+			_, err = raw.ImportUsers(ctx, org, "int", []storage.UserImport{{ID: "cy", Email: "cy@x"}}, now)
+			must(err)
+			must(raw.CreateGroup(ctx, storage.Group{OrgID: org, ID: "g2", DisplayName: "others", Members: []string{"cy"}, CreatedAt: now, ModifiedAt: now}))
 			_, err = raw.SetGroupGrant(ctx, storage.GroupGrant{OrgID: org, GroupID: "g1", ResourceID: res, CreatedAt: now, ExpiresAt: now.Add(24 * time.Hour)})
 			must(err)
 
