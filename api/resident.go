@@ -393,14 +393,14 @@ func (o *residentOrg) userGrant(org, user string, u residentUser, i int) storage
 	return storage.Grant{OrgID: org, UserID: user, ResourceID: id, ExpiresAt: expires}
 }
 
-func (o *residentOrg) groupGrant(org, group string, g residentGroup, i int) storage.GroupGrant {
+func (o *residentOrg) groupGrant(org string, g residentGroup, i int) storage.GroupGrant {
 	id, expires := o.grant(g.residentRun, i)
-	return storage.GroupGrant{OrgID: org, GroupID: group, ResourceID: id, ExpiresAt: expires}
+	return storage.GroupGrant{OrgID: org, GroupID: g.id, ResourceID: id, ExpiresAt: expires}
 }
 
 // group is what the policy reads of a group's record.
-func (o *residentOrg) group(org, id string) storage.Group {
-	return storage.Group{OrgID: org, ID: id, DisplayName: o.groups[id].name}
+func (g residentGroup) group(org string) storage.Group {
+	return storage.Group{OrgID: org, ID: g.id, DisplayName: g.name}
 }
 
 // facts is the store's UserFacts from memory, with what the policy reads: of the user's record,
@@ -416,24 +416,27 @@ func (r *residentIndex) facts(org, user string) (storage.Facts, bool) {
 		f.Grants[i] = o.userGrant(org, user, u, i)
 	}
 	for _, id := range o.groupsOf(u) {
-		f.Groups = append(f.Groups, o.group(org, id))
 		g := o.groups[id]
+		f.Groups = append(f.Groups, g.group(org))
 		for i := range int(g.n) {
-			f.GroupGrants = append(f.GroupGrants, o.groupGrant(org, id, g, i))
+			f.GroupGrants = append(f.GroupGrants, o.groupGrant(org, g, i))
 		}
 	}
 	return f, true
 }
 
-// asked is the store's AskedGrants from memory.
+// asked is the store's AskedGrants from memory. Of a user who does not hold every resource
+// asked about, it says only that (Held false), which is all askedUser reads of such an answer.
 func (r *residentIndex) asked(org, user string, ids []string) (storage.Asked, bool) {
 	o, u, ok := r.user(org, user)
 	if !ok {
 		return storage.Asked{}, false
 	}
-	groups := o.groupsOf(u)
-	held := true
-	var a storage.Asked
+	var groups []residentGroup
+	for _, id := range o.groupsOf(u) {
+		groups = append(groups, o.groups[id])
+	}
+	a := storage.Asked{Held: true, Found: true, Active: u.active}
 	for _, id := range ids {
 		n, known := o.numbers[id]
 		found := false
@@ -441,20 +444,18 @@ func (r *residentIndex) asked(org, user string, ids []string) (storage.Asked, bo
 			if i, ok := o.find(u.residentRun, n); ok {
 				a.Grants, found = append(a.Grants, o.userGrant(org, user, u, i)), true
 			}
-			for _, gid := range groups {
-				g := o.groups[gid]
+			for _, g := range groups {
 				if i, ok := o.find(g.residentRun, n); ok {
-					a.GroupGrants, found = append(a.GroupGrants, o.groupGrant(org, gid, g, i)), true
+					a.GroupGrants, found = append(a.GroupGrants, o.groupGrant(org, g, i)), true
 				}
 			}
 		}
-		held = held && found
+		if !found {
+			return storage.Asked{}, true
+		}
 	}
-	for _, id := range groups {
-		a.Groups = append(a.Groups, o.group(org, id))
-	}
-	if held {
-		a.Held, a.Found, a.Active = true, true, u.active
+	for _, g := range groups {
+		a.Groups = append(a.Groups, g.group(org))
 	}
 	return a, true
 }
