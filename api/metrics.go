@@ -143,7 +143,7 @@ func (s *Server) RegisterCacheMetrics() error {
 	}
 	var resident error
 	if r := s.resident(); r != nil {
-		resident = s.GaugeFunc("grantry_resident_users", "Users whose grants are held in memory since start (GRANTRY_RESIDENT_GRANTS), not yet written to.", func() float64 { return float64(r.held()) })
+		resident = s.GaugeFunc("grantry_resident_users", "Users whose grants are held in memory (GRANTRY_RESIDENT_GRANTS), not written to since they were last read in.", func() float64 { return float64(r.held()) })
 	}
 	return errors.Join(resident,
 		s.CounterFunc("grantry_cache_user_hits_total", "Checks that found the user's facts in the cache.", func() float64 { return float64(s.cache.hits.Load()) }),

@@ -111,7 +111,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	if err := exposeMetrics(srv, decisions, live); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	if err := readIn(ctx, srv, log, cs); err != nil {
+	if err := keepResident(ctx, srv, log, cs); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	// Writes through the server's store keep its cache right; other processes' writes arrive
@@ -231,12 +231,12 @@ func cacheEntries(n int) int {
 	return n
 }
 
-// readIn reads users' grants into the check path's memory (GRANTRY_RESIDENT_GRANTS) in the
+// keepResident reads users' grants into the check path's memory (GRANTRY_RESIDENT_GRANTS) in the
 // background, while the server answers from the store, and again once writes have dropped a
 // tenth of them (api.Server.KeepResident, looking every residentCheck), and puts
 // grantry_resident_reading on /metrics. Failing costs only speed: checks then go on reading
 // the store.
-func readIn(ctx context.Context, srv *api.Server, log *slog.Logger, cs *closers) error {
+func keepResident(ctx context.Context, srv *api.Server, log *slog.Logger, cs *closers) error {
 	err := srv.GaugeFunc("grantry_resident_reading", "1 while users' grants are being read into memory, at start and again once writes have dropped a tenth of them (checks of users not held meanwhile read the store), else 0.",
 		func() float64 {
 			if srv.ResidentReading() {
