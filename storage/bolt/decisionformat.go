@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // A decision is stored in a compact binary form: every access check writes one, so its size
@@ -19,7 +20,15 @@ import (
 // revision as packed strings, and the count of resource ids as a uvarint followed by each one
 // as a packed string. Values written before this form are JSON objects and begin with '{':
 // both are read.
-const decisionFormat = 0x01
+//
+// Since the decision log writes its batches as blocks (decisions.go), a value holds many
+// decisions: decisionBlockFormat, their count as a uvarint, then for each, newest first, its id
+// and its value in the compact form above, each as a uvarint length and the bytes. A value that
+// begins otherwise holds one decision, whose id is the key's.
+const (
+	decisionFormat      = 0x01
+	decisionBlockFormat = 0x02
+)
 
 // Flags of a decision's value.
 const (
@@ -224,4 +233,62 @@ func (d *decoder) packed() string {
 	}
 	d.fail()
 	return ""
+}
+
+// decisionEntry is one decision of a stored value: its id, and its value in one of the forms
+// readDecision reads.
+type decisionEntry struct {
+	id  string
+	rec []byte
+}
+
+// appendBlock appends the value of a block of entries, which must be newest first.
+func appendBlock(b []byte, entries []decisionEntry) []byte {
+	n := 1 + binary.MaxVarintLen64
+	for _, e := range entries {
+		n += 2*binary.MaxVarintLen64 + len(e.id) + len(e.rec)
+	}
+	b = slices.Grow(b, n)
+	b = append(b, decisionBlockFormat)
+	b = binary.AppendUvarint(b, uint64(len(entries)))
+	for _, e := range entries {
+		b = binary.AppendUvarint(b, uint64(len(e.id)))
+		b = append(b, e.id...)
+		b = binary.AppendUvarint(b, uint64(len(e.rec)))
+		b = append(b, e.rec...)
+	}
+	return b
+}
+
+// readEntries appends to dst the decisions of the value v stored under the id keyID, newest
+// first: a block's, or the one decision of any other value. A block whose first decision is not
+// keyID's, or whose ids do not fall, is refused, so that a damaged block is never read as a
+// part of the log it is not. The entries point into v.
+func readEntries(keyID string, v []byte, dst []decisionEntry) ([]decisionEntry, error) {
+	if len(v) == 0 || v[0] != decisionBlockFormat {
+		return append(dst, decisionEntry{id: keyID, rec: v}), nil
+	}
+	d := decoder{b: v[1:], ok: true}
+	n := d.uvarint()
+	if n == 0 || n > uint64(len(d.b)) { // each entry takes two bytes at least
+		d.fail()
+	}
+	first := len(dst)
+	for i := uint64(0); d.ok && i < n; i++ {
+		id := string(d.take(d.uvarint()))
+		rec := d.take(d.uvarint())
+		if !d.ok || len(rec) == 0 {
+			d.fail()
+			break
+		}
+		if i == 0 && id != keyID || i > 0 && id >= dst[len(dst)-1].id {
+			d.fail()
+			break
+		}
+		dst = append(dst, decisionEntry{id: id, rec: rec})
+	}
+	if !d.ok || len(d.b) != 0 {
+		return dst[:first], fmt.Errorf("decode decisions up to %s: %w", keyID, errDecisionValue)
+	}
+	return dst, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -13,8 +14,19 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// The decision log: decisions under key(org, id), which sorts them by time within each
-// organization, so that a batch of new decisions appends to the end of the tree.
+// The decision log: each organization's decisions in blocks, under key(org, id) where id is
+// the newest of the block's decisions, so that keys sort blocks by time within each
+// organization. A block under a key holds exactly the organization's decisions whose ids
+// are at most the key's id and greater than the key before it, newest first
+// (decisionformat.go): the blocks of an organization part its ids into ranges, one after
+// another. A batch of the decision log is one block of each of its organizations, appended after
+// their newest: one value to write, in one piece, instead of a B-tree element per decision, each
+// sought from the root twice (whether it was stored, then where to put it). Storing a decision
+// of a batch of 500 took 3.0 µs of CPU that way and 1.9 µs as a block, fsyncs included
+// (BenchmarkInsertDecisions, alternating test binaries); 600,000 of make bench's decisions
+// took 156 bytes of pages each instead of 247. A decision older than the newest stored, which a clock stepping back or a batch
+// written again can give, joins the block whose range holds it. Values that earlier versions
+// wrote, one decision under its own id, are blocks of one.
 //
 // Decisions are not indexed by user or resource, unlike the audit trail's events: every check
 // writes one, and an index entry goes to a page of its own, so the two indexes made each
@@ -22,11 +34,17 @@ import (
 // checks/s pinned, without them about 6,900 (bin/grantry-bench load, two runs each). A list
 // filtered by user or resource walks the organization's decisions newest first instead,
 // skipping those that cannot match without decoding them; since and until bound the walk.
-var bucketDecisions = []byte("decisions") // org, id → decisionRecord
+var bucketDecisions = []byte("decisions") // org, id of the newest → a block of decisions
 
-// pruneChunk is how many decisions one transaction of DeleteDecisionsBefore removes, so that
-// pruning a large backlog never holds the write lock, or memory, for long.
+// pruneChunk is about how many decisions one transaction of DeleteDecisionsBefore removes (it
+// removes whole blocks), so that pruning a large backlog never holds the write lock, or memory,
+// for long.
 const pruneChunk = 5000
+
+// maxBlock bounds the decisions of a block: a batch of more is written as several, and a block
+// grown past it by older decisions is cut in two, so that reading the newest decisions, or
+// adding an old one, never reads or writes a value without bound.
+const maxBlock = 1000
 
 // decisionRecord is a decision as stored: in the compact form of decisionformat.go, or as the
 // JSON of these tags, which earlier versions wrote.
@@ -52,45 +70,152 @@ func (r decisionRecord) decision() storage.Decision {
 	}
 }
 
-// InsertDecisions stores decisions in one transaction, shared with concurrent callers. A
-// decision whose id is stored already is left as it is.
+// InsertDecisions stores decisions in one transaction, shared with concurrent callers: as a
+// block per organization when they are newer than its newest, as they are when the decision log
+// writes them. A decision whose id is stored already is left as it is.
 func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decision) error {
 	for _, d := range decisions {
 		if err := storage.CheckID(d.ID, d.Time); err != nil {
 			return fmt.Errorf("insert decisions: %w", err)
 		}
 	}
+	byOrg := decisionsByOrg(decisions)
 	err := s.batch(ctx, func(tx *bbolt.Tx) error {
-		primary := tx.Bucket(bucketDecisions)
-		// New decisions go to the end of their organization's range: pages filled fuller
-		// than bbolt's default half split less often and are fewer to write.
-		primary.FillPercent = 0.9
-		// One cursor finds whether each id is stored already: Get makes one a call.
-		c := primary.Cursor()
-		// The values share one array, sized for a check's decision: Put keeps a reference to
-		// its value until the transaction commits, and a value is never written again once
-		// put (when the array grows, those put before keep the old one).
-		values := make([]byte, 0, 128*len(decisions))
-		var k []byte // each key in turn: bbolt's Put copies the key (since v1.4), unlike the value
-		for _, d := range decisions {
-			k = appendKey(k[:0], d.OrgID, d.ID)
-			if found, _ := c.Seek(k); bytes.Equal(found, k) {
-				continue
-			}
-			n := len(values)
-			values = decisionRecord{
-				Time: millis(d.Time), RequestID: d.RequestID, APIKeyID: d.APIKeyID,
-				Endpoint: d.Endpoint, UserID: d.UserID, ResourceIDs: d.ResourceIDs, Allowed: d.Allowed,
-				PolicyRevision: d.PolicyRevision, DurationMicros: d.Duration.Microseconds(),
-			}.appendBinary(values)
-			if err := primary.Put(k, values[n:len(values):len(values)]); err != nil {
-				return fmt.Errorf("put %q: %w", k, err)
+		b := tx.Bucket(bucketDecisions)
+		for _, g := range byOrg {
+			if err := insertDecisions(b, g.org, g.entries); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("insert %d decisions: %w", len(decisions), err)
+	}
+	return nil
+}
+
+// orgDecisions are the decisions of one organization, newest first.
+type orgDecisions struct {
+	org     string
+	entries []decisionEntry
+}
+
+// decisionsByOrg encodes decisions and sorts them by organization, each newest first; of
+// decisions with the same id, the first is kept.
+func decisionsByOrg(decisions []storage.Decision) []orgDecisions {
+	var out []orgDecisions
+	at := make(map[string]int)
+	// The values share one array, sized for a check's decision (when it grows, those made
+	// before keep the old one).
+	values := make([]byte, 0, 128*len(decisions))
+	for _, d := range decisions {
+		i, ok := at[d.OrgID]
+		if !ok {
+			i = len(out)
+			at[d.OrgID] = i
+			out = append(out, orgDecisions{org: d.OrgID})
+		}
+		n := len(values)
+		values = decisionRecord{
+			Time: millis(d.Time), RequestID: d.RequestID, APIKeyID: d.APIKeyID,
+			Endpoint: d.Endpoint, UserID: d.UserID, ResourceIDs: d.ResourceIDs, Allowed: d.Allowed,
+			PolicyRevision: d.PolicyRevision, DurationMicros: d.Duration.Microseconds(),
+		}.appendBinary(values)
+		out[i].entries = append(out[i].entries, decisionEntry{id: d.ID, rec: values[n:len(values):len(values)]})
+	}
+	for i := range out {
+		es := out[i].entries
+		// The decision log's batches come oldest first, nearly always in order.
+		if slices.IsSortedFunc(es, oldestFirstStrictly) {
+			slices.Reverse(es)
+			continue
+		}
+		slices.SortStableFunc(es, newestFirst)
+		out[i].entries = slices.CompactFunc(es, func(a, b decisionEntry) bool { return a.id == b.id })
+	}
+	return out
+}
+
+// oldestFirstStrictly orders entries oldest first, and entries with the same id as if the second
+// came first, so that entries sorted by it are in order and have no two ids alike.
+func oldestFirstStrictly(a, b decisionEntry) int {
+	if a.id == b.id {
+		return 1
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+func newestFirst(a, b decisionEntry) int { return strings.Compare(b.id, a.id) }
+
+// insertDecisions stores entries, newest first, of organization org: those newer than its
+// newest stored as new blocks, each older one into the block whose range holds it.
+func insertDecisions(b *bbolt.Bucket, org string, entries []decisionEntry) error {
+	prefix := key(org)
+	newest := newestDecision(b.Cursor(), prefix)
+	n := 0
+	for n < len(entries) && entries[n].id > newest {
+		n++
+	}
+	if err := putBlocks(b, org, entries[:n]); err != nil {
+		return err
+	}
+	for _, e := range entries[n:] {
+		if err := insertOlder(b, prefix, org, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newestDecision returns the id of the newest decision under prefix, key(org): the key of its
+// last block; "" when it has none.
+func newestDecision(c *bbolt.Cursor, prefix []byte) string {
+	k, _ := c.Seek(append(bytes.Clone(prefix), 0xff))
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if !isUnder(k, prefix) {
+		return ""
+	}
+	return string(k[len(prefix) : len(k)-1])
+}
+
+// insertOlder adds e to the block of org whose range holds its id, the first under a key not
+// below it, unless the block holds it already.
+func insertOlder(b *bbolt.Bucket, prefix []byte, org string, e decisionEntry) error {
+	k, v := b.Cursor().Seek(key(org, e.id))
+	if !isUnder(k, prefix) {
+		// No block is as new: e is newer than every decision of org after all.
+		return putBlocks(b, org, []decisionEntry{e})
+	}
+	entries, err := readEntries(string(k[len(prefix):len(k)-1]), v, nil)
+	if err != nil {
+		return err
+	}
+	i, found := slices.BinarySearchFunc(entries, e, newestFirst)
+	if found {
+		return nil
+	}
+	// The block's newest stays its newest, so it keeps its key; putBlocks copies the entries,
+	// which point into the page being replaced, before it puts anything.
+	return putBlocks(b, org, slices.Insert(entries, i, e))
+}
+
+// putBlocks stores entries, newest first, in blocks of at most maxBlock, each under the id of
+// its newest.
+func putBlocks(b *bbolt.Bucket, org string, entries []decisionEntry) error {
+	type block struct{ k, v []byte }
+	var blocks []block
+	for chunk := range slices.Chunk(entries, maxBlock) {
+		blocks = append(blocks, block{key(org, chunk[0].id), appendBlock(nil, chunk)})
+	}
+	for _, bl := range blocks {
+		if err := b.Put(bl.k, bl.v); err != nil {
+			return fmt.Errorf("put %q: %w", bl.k, err)
+		}
 	}
 	return nil
 }
@@ -111,34 +236,71 @@ func (s *Store) ListDecisions(ctx context.Context, orgID string, f storage.Decis
 			packed, quoted = append(packed, appendPacked(nil, s)), append(quoted, q)
 		}
 	}
+	// Ids hold only hexadecimal digits and hyphens, so an id, or the beginning of one, bounds a
+	// range of them by itself: below is exclusive, from inclusive.
+	var below, from string
+	if !f.Until.IsZero() {
+		below = storage.IDTimePrefix(f.Until)
+	}
+	if f.Cursor != "" && (below == "" || f.Cursor < below) {
+		below = f.Cursor
+	}
+	if !f.Since.IsZero() {
+		from = storage.IDTimePrefix(f.Since)
+	}
 	var out []storage.Decision
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
-		primary := tx.Bucket(bucketDecisions)
-		p := page{prefix: key(orgID), since: f.Since, until: f.Until, cursor: f.Cursor}
-		return p.walk(primary, func(id string, data []byte) (bool, error) {
+		prefix := key(orgID)
+		c := tx.Bucket(bucketDecisions).Cursor()
+		// The first block that may hold ids below the bound: the one whose range holds it.
+		bound := append(bytes.Clone(prefix), 0xff)
+		if below != "" {
+			bound = append(bytes.Clone(prefix), below...)
+		}
+		k, v := c.Seek(bound)
+		if k == nil {
+			k, v = c.Last()
+		} else if !isUnder(k, prefix) {
+			k, v = c.Prev()
+		}
+		var entries []decisionEntry
+		for ; isUnder(k, prefix); k, v = c.Prev() {
 			if err := ctx.Err(); err != nil {
-				return false, err
+				return err
 			}
-			needles := packed
-			if len(data) > 0 && data[0] == '{' {
-				needles = quoted
+			newest := string(k[len(prefix) : len(k)-1])
+			if newest < from {
+				return nil // this block and those before it are older than f.Since
 			}
-			for _, n := range needles {
-				if !bytes.Contains(data, n) {
-					return true, nil
+			var err error
+			if entries, err = readEntries(newest, v, entries[:0]); err != nil {
+				return err
+			}
+			for _, e := range entries {
+				if below != "" && e.id >= below {
+					continue
+				}
+				if e.id < from {
+					return nil
+				}
+				if !holdsAll(e.rec, packed, quoted) {
+					continue
+				}
+				r, err := readDecision(orgID, e.id, e.rec)
+				if err != nil {
+					return err
+				}
+				if (f.UserID == "" || r.UserID == f.UserID) &&
+					(f.SvcID == "" || slices.Contains(r.ResourceIDs, f.SvcID)) &&
+					(f.Allowed == nil || r.Allowed == *f.Allowed) {
+					out = append(out, r.decision())
+					if len(out) >= f.Limit {
+						return nil
+					}
 				}
 			}
-			r, err := readDecision(orgID, id, data)
-			if err != nil {
-				return false, err
-			}
-			if (f.UserID == "" || r.UserID == f.UserID) &&
-				(f.SvcID == "" || slices.Contains(r.ResourceIDs, f.SvcID)) &&
-				(f.Allowed == nil || r.Allowed == *f.Allowed) {
-				out = append(out, r.decision())
-			}
-			return len(out) < f.Limit, nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list decisions: %w", err)
@@ -146,15 +308,31 @@ func (s *Store) ListDecisions(ctx context.Context, orgID string, f storage.Decis
 	return out, nil
 }
 
-// DeleteDecisionsBefore removes every organization's decisions older than t, a chunk per
-// transaction.
+// holdsAll reports whether the value rec of a decision may hold every string asked about: it
+// holds each as its form writes it, packed or, in a JSON value, quoted.
+func holdsAll(rec []byte, packed, quoted [][]byte) bool {
+	needles := packed
+	if len(rec) > 0 && rec[0] == '{' {
+		needles = quoted
+	}
+	for _, n := range needles {
+		if !bytes.Contains(rec, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// DeleteDecisionsBefore removes every organization's decisions older than t, about pruneChunk
+// of them a transaction.
 func (s *Store) DeleteDecisionsBefore(ctx context.Context, t time.Time) (int, error) {
+	bound := storage.IDTimePrefix(t)
 	total := 0
 	for {
 		var n int
 		err := s.update(ctx, func(tx *bbolt.Tx) error {
 			var err error
-			n, err = deleteOlder(tx.Bucket(bucketDecisions), t, pruneChunk)
+			n, err = pruneDecisions(tx.Bucket(bucketDecisions), bound, pruneChunk)
 			return err
 		})
 		total += n
@@ -165,4 +343,51 @@ func (s *Store) DeleteDecisionsBefore(ctx context.Context, t time.Time) (int, er
 			return total, nil
 		}
 	}
+}
+
+// pruneDecisions removes the decisions of any organization whose ids sort before bound, the
+// ids of a time, block by block until it has removed at least max of them, and reports how many
+// it removed. Of each organization, it deletes the blocks wholly older, and puts the first block
+// that is not again without its older decisions.
+func pruneDecisions(b *bbolt.Bucket, bound string, max int) (int, error) {
+	type block struct{ k, v []byte } // a nil v deletes
+	var changes []block
+	removed := 0
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && removed < max; {
+		org := orgPrefix(k)
+		for ; isUnder(k, org) && removed < max; k, v = c.Next() {
+			newest := string(k[len(org) : len(k)-1])
+			entries, err := readEntries(newest, v, nil)
+			if err != nil {
+				return 0, err
+			}
+			if newest < bound {
+				changes = append(changes, block{bytes.Clone(k), nil})
+				removed += len(entries)
+				continue
+			}
+			// The organization's first block with newer decisions: it may end with older
+			// ones, and those after it hold newer ones only.
+			keep := slices.IndexFunc(entries, func(e decisionEntry) bool { return e.id < bound })
+			if keep >= 0 {
+				changes = append(changes, block{bytes.Clone(k), appendBlock(nil, entries[:keep])})
+				removed += len(entries) - keep
+			}
+			break
+		}
+		k, v = c.Seek(append(bytes.Clone(org), 0xff)) // the next organization's first
+	}
+	for _, ch := range changes {
+		var err error
+		if ch.v == nil {
+			err = b.Delete(ch.k)
+		} else {
+			err = b.Put(ch.k, ch.v)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return removed, nil
 }

@@ -12,10 +12,10 @@ import (
 )
 
 // Events and decisions are logs of entries whose ids sort in time order (storage.EntryIDs).
-// Each log keeps its entries in a primary bucket under key(org, id); events are also indexed in
+// The audit trail keeps its events in a primary bucket under key(org, id), and indexes them in
 // other buckets under key(org, value, id) with an empty value, so that a page of one
-// organization's entries, newest first, is one backward walk over one key range, whichever
-// bucket it is in.
+// organization's events, newest first, is one backward walk over one key range, whichever
+// bucket it is in. The decision log keeps its decisions in blocks (decisions.go).
 
 // page selects a range of one log: the entries whose keys lie under prefix (key(org) in the
 // primary bucket, key(org, value) in an index), within a time range and older than a cursor.
@@ -101,32 +101,6 @@ func orgPrefix(k []byte) []byte {
 		return k[:i+1]
 	}
 	return k
-}
-
-// deleteOlder removes, from the log in primary, up to max entries of any organization whose
-// ids sort before the ids of time t, and reports how many it removed.
-func deleteOlder(primary *bbolt.Bucket, t time.Time, max int) (int, error) {
-	bound := storage.IDTimePrefix(t)
-	var keys [][]byte
-	c := primary.Cursor()
-	for k, _ := c.First(); k != nil && len(keys) < max; {
-		org := orgPrefix(k)
-		end := append(bytes.Clone(org), bound...)
-		for ; k != nil && bytes.HasPrefix(k, org) && bytes.Compare(k, end) < 0 && len(keys) < max; k, _ = c.Next() {
-			keys = append(keys, bytes.Clone(k))
-		}
-		if len(keys) >= max {
-			break
-		}
-		// Jump over the rest of this organization's entries, which are all newer.
-		k, _ = c.Seek(append(bytes.Clone(org), 0xff))
-	}
-	for _, k := range keys {
-		if err := primary.Delete(k); err != nil {
-			return 0, err
-		}
-	}
-	return len(keys), nil
 }
 
 // putIndex adds key(org, value, id) to an index of a log, unless value is empty.
