@@ -70,54 +70,54 @@ func (r decisionRecord) appendBinary(b []byte) []byte {
 // appendPacked appends s as a header, uvarint(len(s)<<2 | form), and the bytes of its form. A
 // string has exactly one packing, so a value that holds s holds appendPacked(nil, s).
 func appendPacked(b []byte, s string) []byte {
-	switch {
-	case isLowerUUID(s):
-		b = binary.AppendUvarint(b, uint64(len(s))<<2|packedUUID)
+	n := len(b)
+	if len(s) == 36 && s[8] == '-' && s[13] == '-' && s[18] == '-' && s[23] == '-' {
+		b = binary.AppendUvarint(b, 36<<2|packedUUID)
+		ok := true
 		for _, part := range [...]string{s[0:8], s[9:13], s[14:18], s[19:23], s[24:36]} {
-			b = appendHexBytes(b, part)
+			if b, ok = appendHexBytes(b, part); !ok {
+				break
+			}
 		}
-		return b
-	case len(s) > 0 && len(s)%2 == 0 && isLowerHex(s):
-		b = binary.AppendUvarint(b, uint64(len(s))<<2|packedHex)
-		return appendHexBytes(b, s)
+		if ok {
+			return b
+		}
+		b = b[:n]
+	}
+	if len(s) > 0 && len(s)%2 == 0 {
+		var ok bool
+		if b, ok = appendHexBytes(binary.AppendUvarint(b, uint64(len(s))<<2|packedHex), s); ok {
+			return b
+		}
+		b = b[:n]
 	}
 	b = binary.AppendUvarint(b, uint64(len(s))<<2|packedRaw)
 	return append(b, s...)
 }
 
 // appendHexBytes appends the bytes that s, an even number of lower-case hexadecimal digits,
-// spells.
-func appendHexBytes(b []byte, s string) []byte {
-	for i := 0; i < len(s); i += 2 {
-		b = append(b, nibble(s[i])<<4|nibble(s[i+1]))
-	}
-	return b
-}
-
-func nibble(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return c - 'a' + 10
-}
-
-// isLowerUUID reports whether s is a UUID as canonicalID writes it: 8-4-4-4-12 lower-case
-// hexadecimal digits.
-func isLowerUUID(s string) bool {
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return false
-	}
-	return isLowerHex(s[0:8]) && isLowerHex(s[9:13]) && isLowerHex(s[14:18]) && isLowerHex(s[19:23]) && isLowerHex(s[24:36])
-}
-
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
+// spells, and reports whether s is that: if not, what it appended is of no use.
+func appendHexBytes(b []byte, s string) ([]byte, bool) {
+	for i := 0; i+1 < len(s); i += 2 {
+		hi, lo := nibbles[s[i]], nibbles[s[i+1]]
+		if hi|lo > 0xf {
+			return b, false
 		}
+		b = append(b, hi<<4|lo)
 	}
-	return true
+	return b, len(s)%2 == 0
 }
+
+// nibbles maps each lower-case hexadecimal digit to its value and every other byte to 0xff.
+var nibbles = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range "0123456789abcdef" {
+		t[c] = byte(i)
+	}
+	return t
+}()
 
 var errDecisionValue = errors.New("not a decision value")
 
