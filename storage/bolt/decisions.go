@@ -127,7 +127,7 @@ func decisionsByOrg(decisions []storage.Decision) []orgDecisions {
 	for i := range out {
 		es := out[i].entries
 		// The decision log's batches come oldest first, nearly always in order.
-		if slices.IsSortedFunc(es, oldestFirstStrictly) {
+		if ascending(es) {
 			slices.Reverse(es)
 			continue
 		}
@@ -137,13 +137,14 @@ func decisionsByOrg(decisions []storage.Decision) []orgDecisions {
 	return out
 }
 
-// oldestFirstStrictly orders entries oldest first, and entries with the same id as if the second
-// came first, so that entries sorted by it are in order and have no two ids alike.
-func oldestFirstStrictly(a, b decisionEntry) int {
-	if a.id == b.id {
-		return 1
+// ascending reports whether entries are oldest first with no two ids alike.
+func ascending(entries []decisionEntry) bool {
+	for i := 1; i < len(entries); i++ {
+		if entries[i-1].id >= entries[i].id {
+			return false
+		}
 	}
-	return strings.Compare(a.id, b.id)
+	return true
 }
 
 func newestFirst(a, b decisionEntry) int { return strings.Compare(b.id, a.id) }

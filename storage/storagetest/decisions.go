@@ -240,6 +240,14 @@ func testDecisions(t *testing.T, open opener) {
 		other := decision(&ids, "org-1", at(2), 2, "u-1", false, rid(2))
 		noErr(t, "InsertDecisions again", s.InsertDecisions(t.Context(), []storage.Decision{changed, other}))
 		diff(t, "ListDecisions", []storage.Decision{other, d}, listDecisions(t, s, "org-1", storage.DecisionFilter{}))
+
+		// A batch that names one decision twice, in order otherwise: the first is kept.
+		third := decision(&ids, "org-1", at(3), 3, "u-1", true, rid(3))
+		again := third
+		again.Allowed = false
+		noErr(t, "InsertDecisions twice in one batch", s.InsertDecisions(t.Context(), []storage.Decision{third, again}))
+		diff(t, "ListDecisions after a batch with one id twice", []storage.Decision{third, other, d},
+			listDecisions(t, s, "org-1", storage.DecisionFilter{}))
 	})
 
 	t.Run("InvalidID", func(t *testing.T) {
