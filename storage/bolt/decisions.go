@@ -172,16 +172,30 @@ func insertDecisions(b *bbolt.Bucket, org string, entries []decisionEntry) error
 // newestDecision returns the id of the newest decision under prefix, key(org): the key of its
 // last block; "" when it has none.
 func newestDecision(c *bbolt.Cursor, prefix []byte) string {
-	k, _ := c.Seek(append(bytes.Clone(prefix), 0xff))
-	if k == nil {
-		k, _ = c.Last()
-	} else {
-		k, _ = c.Prev()
-	}
+	k, _ := blockAt(c, prefix, "")
 	if !isUnder(k, prefix) {
 		return ""
 	}
-	return string(k[len(prefix) : len(k)-1])
+	return idUnder(k, prefix)
+}
+
+// blockAt moves c to the block under prefix, key(org), whose range holds the ids that begin
+// with below, or to the last block before it: the newest block that may hold ids sorting
+// before below. An empty below stands above every id, so it finds the newest block. The key
+// it returns is not under prefix when there is no such block.
+func blockAt(c *bbolt.Cursor, prefix []byte, below string) (k, v []byte) {
+	bound := append(bytes.Clone(prefix), below...)
+	if below == "" {
+		bound = append(bound, 0xff)
+	}
+	k, v = c.Seek(bound)
+	if k == nil {
+		return c.Last()
+	}
+	if !isUnder(k, prefix) {
+		return c.Prev()
+	}
+	return k, v
 }
 
 // insertOlder adds e to the block of org whose range holds its id, the first under a key not
@@ -192,7 +206,7 @@ func insertOlder(b *bbolt.Bucket, prefix []byte, org string, e decisionEntry) er
 		// No block is as new: e is newer than every decision of org after all.
 		return putBlocks(b, org, []decisionEntry{e})
 	}
-	entries, err := readEntries(string(k[len(prefix):len(k)-1]), v, nil)
+	entries, err := readEntries(idUnder(k, prefix), v, nil)
 	if err != nil {
 		return err
 	}
@@ -200,22 +214,17 @@ func insertOlder(b *bbolt.Bucket, prefix []byte, org string, e decisionEntry) er
 	if found {
 		return nil
 	}
-	// The block's newest stays its newest, so it keeps its key; putBlocks copies the entries,
-	// which point into the page being replaced, before it puts anything.
+	// The block's newest stays its newest, so it keeps its key.
 	return putBlocks(b, org, slices.Insert(entries, i, e))
 }
 
 // putBlocks stores entries, newest first, in blocks of at most maxBlock, each under the id of
 // its newest.
 func putBlocks(b *bbolt.Bucket, org string, entries []decisionEntry) error {
-	type block struct{ k, v []byte }
-	var blocks []block
 	for chunk := range slices.Chunk(entries, maxBlock) {
-		blocks = append(blocks, block{key(org, chunk[0].id), appendBlock(nil, chunk)})
-	}
-	for _, bl := range blocks {
-		if err := b.Put(bl.k, bl.v); err != nil {
-			return fmt.Errorf("put %q: %w", bl.k, err)
+		k := key(org, chunk[0].id)
+		if err := b.Put(k, appendBlock(nil, chunk)); err != nil {
+			return fmt.Errorf("put %q: %w", k, err)
 		}
 	}
 	return nil
@@ -253,23 +262,12 @@ func (s *Store) ListDecisions(ctx context.Context, orgID string, f storage.Decis
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		prefix := key(orgID)
 		c := tx.Bucket(bucketDecisions).Cursor()
-		// The first block that may hold ids below the bound: the one whose range holds it.
-		bound := append(bytes.Clone(prefix), 0xff)
-		if below != "" {
-			bound = append(bytes.Clone(prefix), below...)
-		}
-		k, v := c.Seek(bound)
-		if k == nil {
-			k, v = c.Last()
-		} else if !isUnder(k, prefix) {
-			k, v = c.Prev()
-		}
 		var entries []decisionEntry
-		for ; isUnder(k, prefix); k, v = c.Prev() {
+		for k, v := blockAt(c, prefix, below); isUnder(k, prefix); k, v = c.Prev() {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			newest := string(k[len(prefix) : len(k)-1])
+			newest := idUnder(k, prefix)
 			if newest < from {
 				return nil // this block and those before it are older than f.Since
 			}
@@ -358,7 +356,7 @@ func pruneDecisions(b *bbolt.Bucket, bound string, max int) (int, error) {
 	for k, v := c.First(); k != nil && removed < max; {
 		org := orgPrefix(k)
 		for ; isUnder(k, org) && removed < max; k, v = c.Next() {
-			newest := string(k[len(org) : len(k)-1])
+			newest := idUnder(k, org)
 			entries, err := readEntries(newest, v, nil)
 			if err != nil {
 				return 0, err

@@ -51,13 +51,17 @@ func (p page) walk(b *bbolt.Bucket, visit func(id string, v []byte) (bool, error
 	for ; k != nil && bytes.Compare(k, lower) >= 0; k, v = c.Prev() {
 		// Every key from prefix up to prefix+0xff begins with prefix; the id follows it and
 		// ends with key's terminating zero.
-		more, err := visit(string(k[len(p.prefix):len(k)-1]), v)
+		more, err := visit(idUnder(k, p.prefix), v)
 		if err != nil || !more {
 			return err
 		}
 	}
 	return nil
 }
+
+// idUnder returns the id of the key k of a log under prefix: what follows prefix, without the
+// zero that ends it.
+func idUnder(k, prefix []byte) string { return string(k[len(prefix) : len(k)-1]) }
 
 func minKey(a, b []byte) []byte {
 	if bytes.Compare(a, b) <= 0 {
