@@ -62,8 +62,9 @@ func (s *Server) accessLog(c *gin.Context) {
 		return
 	}
 	// The record goes to the handler as Logger.LogAttrs would hand it, but without the caller's
-	// program counter, which Grantry's handlers never write and which took a third of a line's
-	// time (runtime.Callers: BenchmarkAccessLine, 1.8 against 1.4 µs).
+	// program counter, which Grantry's handlers never write and which took about a quarter of a
+	// line's time (runtime.Callers: BenchmarkAccessLine, 1.7 µs through the logger against
+	// 1.2–1.3 µs to the handler).
 	r := slog.NewRecord(end, slog.LevelInfo, "request", 0)
 	r.AddAttrs(
 		slog.String("request_id", requestID(c)),
