@@ -336,6 +336,36 @@ func (c *accessCache[V]) user(org, user string, load, first func() (V, error)) (
 		}
 		return &cacheEntry[V]{key: k, gen: g, Facts: facts}, nil // not kept yet: for this request only
 	}
+	return c.loadAndKeep(k, sh, o, inval, g, load)
+}
+
+// keep returns the cached entry of the organization's user, or loads its facts with load and
+// keeps them, whatever admit would say. It counts neither a hit nor a miss: no check asked.
+// A nil cache, or max 0, keeps nothing.
+func (c *accessCache[V]) keep(org, user string, load func() (V, error)) (*cacheEntry[V], error) {
+	if c == nil || c.max <= 0 {
+		facts, err := load()
+		return &cacheEntry[V]{Facts: facts}, err
+	}
+	k := cacheKey{org, user}
+	sh := c.shard(c.hash(k))
+	o := c.org(org)
+	sh.mu.Lock()
+	if el, ok := sh.users[k]; ok {
+		if e := el.Value.(*cacheEntry[V]); e.gen == c.gen(o) {
+			sh.mu.Unlock()
+			return e, nil
+		}
+	}
+	inval, g := sh.inval, c.gen(o)
+	sh.mu.Unlock()
+	return c.loadAndKeep(k, sh, o, inval, g, load)
+}
+
+// loadAndKeep loads the facts of k with load and keeps them in its shard sh, unless the
+// shard's invalidations (inval) or the organization's generation (g), taken before loading,
+// have moved since: the facts may then be older than the change, and serve only the caller.
+func (c *accessCache[V]) loadAndKeep(k cacheKey, sh *cacheShard[V], o *orgState, inval, g uint64, load func() (V, error)) (*cacheEntry[V], error) {
 	facts, err := load()
 	if err != nil {
 		return nil, err

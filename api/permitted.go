@@ -122,6 +122,13 @@ func (s *Server) buildPermitted(ctx context.Context, orgID string, d Decider, re
 	if f.evaluations.Load() < 1+int64(grants/grantsPerEvaluation) {
 		return nil
 	}
+	return s.setOf(ctx, orgID, pd, revision, f, now)
+}
+
+// setOf evaluates, with pd of revision, the set of resources the user of f may use at now,
+// keeps it with f and returns it; nil, having logged why, if that fails.
+func (s *Server) setOf(ctx context.Context, orgID string, pd perUserDecider, revision string, f *facts, now time.Time) *permittedSet {
+	u := f.Facts
 	held := u.HeldResources()
 	rs, err := s.resourceFacts(ctx, orgID, held)
 	if err == nil {

@@ -261,6 +261,33 @@ func (o *residentOrg) len() int {
 	return n
 }
 
+// usersOfOrgsUpTo returns the ids of the users held of organizations, by organization, taking
+// each whose users number at most limit while those taken together number at most limit.
+func (r *residentIndex) usersOfOrgsUpTo(limit int) map[string][]string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string][]string{}
+	taken := 0
+	for id, o := range r.orgs {
+		n := o.len()
+		if n == 0 || taken+n > limit {
+			continue
+		}
+		users := make([]string, 0, n)
+		for i := range o.shards {
+			sh := &o.shards[i]
+			sh.mu.RLock()
+			for u := range sh.users {
+				users = append(users, u)
+			}
+			sh.mu.RUnlock()
+		}
+		out[id] = users
+		taken += len(users)
+	}
+	return out
+}
+
 // held is how many users the index holds; 0 for a nil index.
 func (r *residentIndex) held() int {
 	if r == nil {

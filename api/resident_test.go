@@ -82,7 +82,7 @@ type residentWorld struct {
 	otherModels                []string
 }
 
-func newResidentWorld(t *testing.T, residentGrants int) *residentWorld {
+func newResidentWorld(t *testing.T, residentGrants int, configure ...func(*api.Config)) *residentWorld {
 	t.Helper()
 	ctx := context.Background()
 	engine, err := policy.New(ctx, policy.Embedded())
@@ -95,8 +95,12 @@ func newResidentWorld(t *testing.T, residentGrants int) *residentWorld {
 		cfg.Store, cfg.Decider, cfg.AdminToken, cfg.Now = store, engine, adminToken, clk.Now
 		return &fixture{tb: t, srv: api.New(cfg), store: store, clock: clk}
 	}
+	cfg := api.Config{ResidentGrants: residentGrants}
+	for _, c := range configure {
+		c(&cfg)
+	}
 	w := &residentWorld{
-		res:   server(reads, api.Config{ResidentGrants: residentGrants}),
+		res:   server(reads, cfg),
 		plain: server(reads.Store, api.Config{CacheEntries: -1}), // its reads are not counted
 		reads: reads,
 	}
@@ -319,14 +323,22 @@ func TestWritesReachResidentUsers(t *testing.T) {
 		}, func(w *world) [2]string { return [2]string{w.ada, w.models[4]} }, false},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newResidentWorld(t, 1000)
-			w.readIn(t)
-			before := w.sameAnswers(t, "before")
-			w.reads.readUsers()
-			tc.write(w)
-			w.readAfterWrite(t, tc.name, before, tc.changed(w), tc.orgWide)
-		})
+		// Warmed: every user is kept in the cache with their set (WarmCache) before the write.
+		for _, warmed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/warmed=%v", tc.name, warmed), func(t *testing.T) {
+				w := newResidentWorld(t, 1000)
+				w.readIn(t)
+				if warmed {
+					if n := w.res.srv.WarmCache(context.Background()); n != 6 {
+						t.Fatalf("WarmCache kept %d users, want 6", n)
+					}
+				}
+				before := w.sameAnswers(t, "before")
+				w.reads.readUsers()
+				tc.write(w)
+				w.readAfterWrite(t, tc.name, before, tc.changed(w), tc.orgWide)
+			})
+		}
 	}
 }
 

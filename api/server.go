@@ -94,6 +94,7 @@ type Server struct {
 	cache    *accessCache[*policy.User]
 	seed     maphash.Seed  // of the questions the cache remembers answers to
 	memoHits atomic.Uint64 // decisions answered from the cache
+	warming  atomic.Bool   // the cache is yet to be warmed after start (WarmCache)
 	shapes   shapeMemo     // the policy's answers by the shape of a question
 	shared   bool
 	lastSync atomic.Int64 // when the change feed last confirmed the cache, in Unix nanoseconds
@@ -123,6 +124,7 @@ func New(cfg Config) *Server {
 		s.cache = newAccessCache[*policy.User](entries)
 		if sc, ok := cfg.Store.(storage.HoldingsScanner); ok && cfg.ResidentGrants > 0 && !cfg.SharedStore {
 			s.cache.resident = newResidentIndex(sc, cfg.ResidentGrants)
+			s.warming.Store(true)
 		}
 	}
 	s.store = invalidating{Store: cfg.Store, cache: s.cache}
@@ -163,7 +165,7 @@ func (s *Server) KeepResident(ctx context.Context, check time.Duration, report f
 	if r == nil {
 		return
 	}
-	for {
+	for warmed := false; ; warmed = true {
 		start := time.Now()
 		read, err := r.readIn(ctx)
 		took := time.Since(start)
@@ -171,6 +173,12 @@ func (s *Server) KeepResident(ctx context.Context, check time.Duration, report f
 			return
 		}
 		report(read, took, err)
+		if !warmed {
+			start = time.Now()
+			kept := s.WarmCache(ctx)
+			s.log.LogAttrs(ctx, slog.LevelInfo, "users kept in the check path's cache, with what each may use",
+				slog.Int("users", kept), slog.Duration("took", time.Since(start)))
+		}
 		if errors.Is(err, errors.ErrUnsupported) || !sleep(ctx, max(check, 10*took)) {
 			return
 		}
@@ -181,6 +189,50 @@ func (s *Server) KeepResident(ctx context.Context, check time.Duration, report f
 		}
 	}
 }
+
+// WarmCache keeps in the check path's cache every user the resident index holds of each
+// organization whose users all fit in half the cache (taking organizations while those taken
+// fit together), each with the set of resources they may use, and returns how many it kept.
+// A user is otherwise kept from their third check on and given a set from a later one
+// (keptFromLoad, grantsPerEvaluation), each step asking the policy, so that a server started
+// under make bench's load of 10,000 users served 5,005 and then 11,683 checks/s in its first
+// two 10 s runs and 13,142 in its third. The users of an organization too large to fit, whom
+// checks mostly ask about once in a long while, are left to admit. It does nothing without a
+// cache or a resident index, or when the policy does not decide per user (a replaced one), and
+// stops at the first set it cannot evaluate (logged). From its end, Warming reports false.
+func (s *Server) WarmCache(ctx context.Context) int {
+	defer s.warming.Store(false)
+	c, r := s.cache, s.resident()
+	if c == nil || r == nil {
+		return 0
+	}
+	d, revision := s.pinPolicy()
+	pd, ok := decidesPerUser(d)
+	if !ok {
+		return 0
+	}
+	kept := 0
+	for org, users := range r.usersOfOrgsUpTo(c.max / 2) {
+		for _, user := range users {
+			if ctx.Err() != nil {
+				return kept
+			}
+			f, err := c.keep(org, user, s.loadUser(ctx, org, user))
+			if err != nil || f.Facts == nil {
+				continue
+			}
+			if f.permitted.Load() == nil && s.setOf(ctx, org, pd, revision, f, s.now()) == nil {
+				return kept
+			}
+			kept++
+		}
+	}
+	return kept
+}
+
+// Warming reports whether the cache is yet to be warmed after start (WarmCache, which
+// KeepResident calls after its first read-in): checks are answered meanwhile, more slowly.
+func (s *Server) Warming() bool { return s.warming.Load() }
 
 // sleep waits for d, or until ctx ends, and reports whether it waited for d.
 func sleep(ctx context.Context, d time.Duration) bool {

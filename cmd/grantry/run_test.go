@@ -42,9 +42,9 @@ func TestTuneGC(t *testing.T) {
 	}
 }
 
-// TestServeReadsGrantsIn: on a restart, users' grants are read into memory, which the log
-// says; /metrics says when that is done, and how many users it holds, one fewer once a user is
-// written to. (That the server answers, and loses no write, while a read-in is under way is
+// TestServeReadsGrantsIn: on a restart, users' grants are read into memory and their users kept
+// in the cache, which the log says; /metrics says when each is done, and how many users the
+// index holds, one fewer once a user is written to. (That the server answers, and loses no write, while a read-in is under way is
 // TestWritesDuringReadInAreKept's, in api: here two users are read in at once.)
 func TestServeReadsGrantsIn(t *testing.T) {
 	env := map[string]string{"GRANTRY_DATA_DIR": t.TempDir(), "GRANTRY_BOOTSTRAP_API_KEY": "boot-key"}
@@ -83,6 +83,13 @@ func TestServeReadsGrantsIn(t *testing.T) {
 	}
 	if got := metric("grantry_resident_users"); got != "2" {
 		t.Errorf("grantry_resident_users = %s after the read-in, want 2", got)
+	}
+	waitUntil(t, 15*time.Second, "the cache's warming", func() bool { return metric("grantry_cache_warming") == "0" })
+	if !strings.Contains(stderr.String(), `"msg":"users kept in the check path's cache, with what each may use","users":2,`) {
+		t.Errorf("no line saying two users were kept in the cache:\n%s", stderr)
+	}
+	if got := metric("grantry_cache_users"); got != "2" {
+		t.Errorf("grantry_cache_users = %s after warming, want 2", got)
 	}
 	check := func(user string) string {
 		return string(call("/provisions/can_user_access", map[string]string{"user_id": user, "svc_id": model.Model.ID}))
