@@ -65,24 +65,39 @@ func TestAccessCacheUsers(t *testing.T) {
 }
 
 // TestAccessCacheLoadRacingAWrite: a load that an invalidation overtakes is used once but not
-// kept, so that the write is seen on the next check.
+// kept, so that the write is seen on the next check: a load of a user admitted (the third),
+// and one of keep, which admits every user.
 func TestAccessCacheLoadRacingAWrite(t *testing.T) {
-	for _, invalidate := range []string{"user", "org"} {
-		c := newAccessCache[string](1000)
-		e, _ := c.user("o", "ada", func() (string, error) {
-			if invalidate == "user" {
-				c.invalidateUser("o", "ada")
-			} else {
-				c.invalidateOrg("o")
+	loads := map[string]func(c *accessCache[string], load func() (string, error)) *cacheEntry[string]{
+		"user": func(c *accessCache[string], load func() (string, error)) *cacheEntry[string] {
+			e, _ := c.user("o", "ada", load, nil)
+			return e
+		},
+		"keep": func(c *accessCache[string], load func() (string, error)) *cacheEntry[string] {
+			e, _ := c.keep("o", "ada", load)
+			return e
+		},
+	}
+	for via, get := range loads {
+		for _, invalidate := range []string{"user", "org"} {
+			c := newAccessCache[string](1000)
+			for range keptFromLoad - 1 { // the loads before the one that keeps the user
+				c.user("o", "ada", func() (string, error) { return "not kept", nil }, nil)
 			}
-			return "read before the write", nil
-		}, nil)
-		if e.Facts != "read before the write" {
-			t.Fatalf("%s: the racing load was not returned", invalidate)
-		}
-		e, _ = c.user("o", "ada", func() (string, error) { return "read after", nil }, nil)
-		if e.Facts != "read after" {
-			t.Errorf("invalidating the %s during a load: next use got %q, want a fresh load", invalidate, e.Facts)
+			e := get(c, func() (string, error) {
+				if invalidate == "user" {
+					c.invalidateUser("o", "ada")
+				} else {
+					c.invalidateOrg("o")
+				}
+				return "read before the write", nil
+			})
+			if e.Facts != "read before the write" {
+				t.Fatalf("%s, invalidating the %s: the racing load was not returned", via, invalidate)
+			}
+			if e = get(c, func() (string, error) { return "read after", nil }); e.Facts != "read after" {
+				t.Errorf("%s, invalidating the %s during a load: next use got %q, want a fresh load", via, invalidate, e.Facts)
+			}
 		}
 	}
 }
