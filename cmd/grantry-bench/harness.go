@@ -257,6 +257,7 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", system, err)
@@ -270,12 +271,15 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 	if system == systemGrantry || system == systemGrantryLogsOff {
 		// Grantry answers while it reads users' grants into memory and warms its cache with
 		// them; what is measured is the server after that.
+		answering := time.Since(started)
 		for _, want := range []string{"\ngrantry_resident_reading 0\n", "\ngrantry_cache_warming 0\n"} {
 			if err := s.waitUntil(ctx, "/metrics", want); err != nil {
 				s.stop()
 				return nil, fmt.Errorf("%s did not read users' grants in (its log: %s): %w", system, logFile.Name(), err)
 			}
 		}
+		fmt.Fprintf(h.progress, "  %s answered %.1fs after start; its grants were read in and its cache warmed %.1fs after start\n",
+			system, answering.Seconds(), time.Since(started).Seconds())
 	}
 	return s, nil
 }
