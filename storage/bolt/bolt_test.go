@@ -236,7 +236,7 @@ func BenchmarkInsertDecisions(b *testing.B) {
 					ResourceIDs: []string{fmt.Sprintf("00000000-0000-4000-8000-%012d", i)}, Allowed: i%2 == 0,
 					PolicyRevision: "133edd4b", Duration: 312 * time.Microsecond}
 			}
-			before, stored := processCPU(b), 0
+			before, stored, pages := processCPU(b), 0, s.PageBytes()
 			for b.Loop() {
 				now := time.Now()
 				for i := range batch {
@@ -248,6 +248,8 @@ func BenchmarkInsertDecisions(b *testing.B) {
 				stored += size
 			}
 			b.ReportMetric(float64(processCPU(b)-before)/float64(stored), "cpu-ns/decision")
+			b.ReportMetric(float64(s.PageBytes()-pages)/float64(stored), "written-bytes/decision")
+			b.ReportMetric(float64(s.DecisionBytes())/float64(stored), "stored-bytes/decision")
 		})
 	}
 }

@@ -107,16 +107,17 @@ func listAll(t *testing.T, s *Store, org string) []storage.Decision {
 
 var decisionsFrom = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
-// TestDecisionBatchIsABlockPerOrganization: a batch is stored as one value per organization,
-// under its newest decision's id, whatever order the batch lists them in.
+// TestDecisionBatchIsABlockPerOrganization: a batch of at most maxBlock decisions of an
+// organization is stored as one value per organization, under its newest decision's id,
+// whatever order the batch lists them in.
 func TestDecisionBatchIsABlockPerOrganization(t *testing.T) {
 	s := openDecisionStore(t)
 	var ids storage.EntryIDs
-	first := someDecisions(&ids, "org-a", decisionsFrom, 300)
+	first := someDecisions(&ids, "org-a", decisionsFrom, maxBlock)
 	theirs := someDecisions(&ids, "org-b", decisionsFrom, 3)
 	second := someDecisions(&ids, "org-a", decisionsFrom.Add(time.Second), 5)
-	batch := slices.Concat(first[:150], theirs, first[150:])
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(batch[:100]), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
+	batch := slices.Concat(first[:maxBlock/2], theirs, first[maxBlock/2:])
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(batch), func(i, j int) { batch[i], batch[j] = batch[j], batch[i] })
 	for _, b := range [][]storage.Decision{batch, second} {
 		if err := s.InsertDecisions(t.Context(), b); err != nil {
 			t.Fatal(err)
