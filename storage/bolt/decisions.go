@@ -49,7 +49,7 @@ const pruneChunk = 5000
 // batch rewrote its one to three predecessors with it, 603 bytes of pages written a decision
 // (BenchmarkInsertDecisions, batches of 500) to store 127. At 64 (about 8 KB), 232 written to
 // store 132, and 1,552-1,641 ns of CPU a decision against 1,740-1,932 (three alternating runs
-// of each); 16 and 32 wrote more (the branches of more keys), 128 and 256 too.
+// of each); 16, 32, 128 and 256 all wrote more.
 const maxBlock = 64
 
 // decisionRecord is a decision as stored: in the compact form of decisionformat.go, or as the
