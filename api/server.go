@@ -9,6 +9,8 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"net/http"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -199,7 +201,8 @@ func (s *Server) KeepResident(ctx context.Context, check time.Duration, report f
 // two 10 s runs and 13,142 in its third. The users of an organization too large to fit, whom
 // checks mostly ask about once in a long while, are left to admit. It does nothing without a
 // cache or a resident index, or when the policy does not decide per user (a replaced one), and
-// stops at the first set it cannot evaluate (logged). From its end, Warming reports false.
+// stops at the first set it cannot evaluate (logged). It loads users on as many goroutines as
+// may run at once (GOMAXPROCS). From its end, Warming reports false.
 func (s *Server) WarmCache(ctx context.Context) int {
 	defer s.warming.Store(false)
 	c, r := s.cache, s.resident()
@@ -211,23 +214,38 @@ func (s *Server) WarmCache(ctx context.Context) int {
 	if !ok {
 		return 0
 	}
-	kept := 0
+	type job struct{ org, user string }
+	jobs := make(chan job)
+	var kept atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) { // as many as may run at once
+		wg.Go(func() {
+			for j := range jobs {
+				f, err := c.keep(j.org, j.user, s.loadUser(ctx, j.org, j.user))
+				if err != nil || f.Facts == nil || failed.Load() {
+					continue
+				}
+				if f.permitted.Load() == nil && s.setOf(ctx, j.org, pd, revision, f, s.now()) == nil {
+					failed.Store(true)
+					continue
+				}
+				kept.Add(1)
+			}
+		})
+	}
+send:
 	for org, users := range r.usersOfOrgsUpTo(c.max / 2) {
 		for _, user := range users {
-			if ctx.Err() != nil {
-				return kept
+			if ctx.Err() != nil || failed.Load() {
+				break send
 			}
-			f, err := c.keep(org, user, s.loadUser(ctx, org, user))
-			if err != nil || f.Facts == nil {
-				continue
-			}
-			if f.permitted.Load() == nil && s.setOf(ctx, org, pd, revision, f, s.now()) == nil {
-				return kept
-			}
-			kept++
+			jobs <- job{org, user}
 		}
 	}
-	return kept
+	close(jobs)
+	wg.Wait()
+	return int(kept.Load())
 }
 
 // Warming reports whether the cache is yet to be warmed after start (WarmCache, which
