@@ -160,7 +160,8 @@ func (s *Server) ReadIn(ctx context.Context) (ResidentRead, error) {
 // (or created) users numbering a tenth of those it kept, until ctx ends: it looks every check,
 // and rests after each read-in at least ten times as long as that took, so that reading in
 // costs at most about a tenth of a CPU. A read-in that fails is tried again after the same
-// rest. report is told of each read-in's end but the one ctx stopped. It returns at once when
+// rest. report is told of each read-in's end but the one ctx stopped. After the first, it
+// warms the cache (WarmCache), and logs how many users that kept, if any. It returns at once when
 // the server keeps no resident index, and when the store cannot read users' grants so.
 func (s *Server) KeepResident(ctx context.Context, check time.Duration, report func(read ResidentRead, took time.Duration, err error)) {
 	r := s.resident()
@@ -177,9 +178,10 @@ func (s *Server) KeepResident(ctx context.Context, check time.Duration, report f
 		report(read, took, err)
 		if !warmed {
 			start = time.Now()
-			kept := s.WarmCache(ctx)
-			s.log.LogAttrs(ctx, slog.LevelInfo, "users kept in the check path's cache, with what each may use",
-				slog.Int("users", kept), slog.Duration("took", time.Since(start)))
+			if kept := s.WarmCache(ctx); kept > 0 {
+				s.log.LogAttrs(ctx, slog.LevelInfo, "users kept in the check path's cache, with what each may use",
+					slog.Int("users", kept), slog.Duration("took", time.Since(start)))
+			}
 		}
 		if errors.Is(err, errors.ErrUnsupported) || !sleep(ctx, max(check, 10*took)) {
 			return
