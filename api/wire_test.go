@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAuthentication(t *testing.T) {
@@ -154,6 +155,31 @@ func TestRequestID(t *testing.T) {
 	f.srv.ServeHTTP(rec, req)
 	if got := rec.Header().Get("X-Request-ID"); got == "bad id\x01" || len(got) != 36 {
 		t.Errorf("X-Request-ID for a malformed one = %q, want a fresh id", got)
+	}
+}
+
+// TestResponsesCarryTheirDate: every response, whatever its route and status, has one Date
+// header of the second it was begun in, in HTTP's format: set by the server itself (an httptest
+// recorder adds none) and not again by net/http.
+func TestResponsesCarryTheirDate(t *testing.T) {
+	f := newFixture(t)
+	live := httptest.NewServer(f.srv)
+	defer live.Close()
+	for _, path := range []string{"/healthz", "/nope", "/functions/list"} {
+		before := time.Now().Truncate(time.Second)
+		r := f.do("GET", path, "", nil)
+		resp, err := http.Get(live.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		after := time.Now()
+		for via, h := range map[string]http.Header{"recorder": r.Header, "net/http": resp.Header} {
+			d, err := http.ParseTime(h.Get("Date"))
+			if len(h["Date"]) != 1 || err != nil || d.Before(before) || d.After(after) {
+				t.Errorf("%s through %s: Date %q, want one of a second from %s to %s", path, via, h["Date"], before, after)
+			}
+		}
 	}
 }
 
