@@ -19,13 +19,14 @@ import (
 // organization. A block under a key holds exactly the organization's decisions whose ids
 // are at most the key's id and greater than the key before it, newest first
 // (decisionformat.go): the blocks of an organization part its ids into ranges, one after
-// another. A batch of the decision log is one block of each of its organizations, appended after
-// their newest: one value to write, in one piece, instead of a B-tree element per decision, each
-// sought from the root twice (whether it was stored, then where to put it). Storing a decision
-// of a batch of 500 took 3.0 µs of CPU that way and 1.9 µs as a block, fsyncs included
-// (BenchmarkInsertDecisions, alternating test binaries); 600,000 of make bench's decisions
-// took 156 bytes of pages each instead of 247. A decision older than the newest stored, which a clock stepping back or a batch
-// written again can give, joins the block whose range holds it. Values that earlier versions
+// another. A batch of the decision log is a few blocks of each of its organizations (maxBlock),
+// appended after their newest: a few values to write, each in one piece, instead of a B-tree
+// element per decision, each sought from the root twice (whether it was stored, then where to
+// put it). Storing a decision of a batch of 500 took 3.0 µs of CPU that way and 1.9 µs in
+// blocks of 1,000, fsyncs included (BenchmarkInsertDecisions, alternating test binaries), and
+// 600,000 of make bench's decisions took 156 bytes of pages each instead of 247. A decision
+// older than the newest stored, which a clock stepping back or a batch written again can
+// give, joins the block whose range holds it. Values that earlier versions
 // wrote, one decision under its own id, are blocks of one.
 //
 // Decisions are not indexed by user or resource, unlike the audit trail's events: every check
