@@ -311,22 +311,12 @@ func (c *accessCache[V]) user(org, user string, load, first func() (V, error)) (
 	}
 	k := cacheKey{org, user}
 	h := c.hash(k)
-	sh := c.shard(h)
-	o := c.org(org)
-	sh.mu.Lock()
-	if el, ok := sh.users[k]; ok {
-		e := el.Value.(*cacheEntry[V])
-		if e.gen == c.gen(o) {
-			sh.lru.MoveToFront(el)
-			sh.mu.Unlock()
-			c.hits.Add(1)
-			return e, nil
-		}
-		sh.lru.Remove(el)
-		delete(sh.users, k)
+	sh, o := c.shard(h), c.org(org)
+	e, inval, g := c.lookup(k, sh, o)
+	if e != nil {
+		c.hits.Add(1)
+		return e, nil
 	}
-	inval, g := sh.inval, c.gen(o)
-	sh.mu.Unlock()
 	c.misses.Add(1)
 
 	if !c.admit(h) {
@@ -348,18 +338,29 @@ func (c *accessCache[V]) keep(org, user string, load func() (V, error)) (*cacheE
 		return &cacheEntry[V]{Facts: facts}, err
 	}
 	k := cacheKey{org, user}
-	sh := c.shard(c.hash(k))
-	o := c.org(org)
+	sh, o := c.shard(c.hash(k)), c.org(org)
+	e, inval, g := c.lookup(k, sh, o)
+	if e != nil {
+		return e, nil
+	}
+	return c.loadAndKeep(k, sh, o, inval, g, load)
+}
+
+// lookup returns k's entry in its shard sh if it is of its organization o's generation, as
+// the most recently used, and else drops what sh holds of k and returns the shard's
+// invalidations and the generation, for loadAndKeep.
+func (c *accessCache[V]) lookup(k cacheKey, sh *cacheShard[V], o *orgState) (e *cacheEntry[V], inval, g uint64) {
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if el, ok := sh.users[k]; ok {
 		if e := el.Value.(*cacheEntry[V]); e.gen == c.gen(o) {
-			sh.mu.Unlock()
-			return e, nil
+			sh.lru.MoveToFront(el)
+			return e, 0, 0
 		}
+		sh.lru.Remove(el)
+		delete(sh.users, k)
 	}
-	inval, g := sh.inval, c.gen(o)
-	sh.mu.Unlock()
-	return c.loadAndKeep(k, sh, o, inval, g, load)
+	return nil, sh.inval, c.gen(o)
 }
 
 // loadAndKeep loads the facts of k with load and keeps them in its shard sh, unless the
