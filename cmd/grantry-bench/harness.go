@@ -272,10 +272,12 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 		// Grantry answers while it reads users' grants into memory and warms its cache with
 		// them; what is measured is the server after that.
 		answering := time.Since(started)
-		for _, want := range []string{"\ngrantry_resident_reading 0\n", "\ngrantry_cache_warming 0\n"} {
-			if err := s.waitUntil(ctx, "/metrics", want); err != nil {
+		for _, done := range []struct{ metric, what string }{
+			{"grantry_resident_reading", "read users' grants in"}, {"grantry_cache_warming", "warm its cache"},
+		} {
+			if err := s.waitUntil(ctx, "/metrics", "\n"+done.metric+" 0\n"); err != nil {
 				s.stop()
-				return nil, fmt.Errorf("%s did not read users' grants in (its log: %s): %w", system, logFile.Name(), err)
+				return nil, fmt.Errorf("%s did not %s (its log: %s): %w", system, done.what, logFile.Name(), err)
 			}
 		}
 		fmt.Fprintf(h.progress, "  %s answered %.1fs after start; its grants were read in and its cache warmed %.1fs after start\n",

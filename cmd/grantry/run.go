@@ -231,6 +231,16 @@ func cacheEntries(n int) int {
 	return n
 }
 
+// oneIf is a gauge's reading of cond: 1 while it holds, else 0.
+func oneIf(cond func() bool) func() float64 {
+	return func() float64 {
+		if cond() {
+			return 1
+		}
+		return 0
+	}
+}
+
 // keepResident reads users' grants into the check path's memory (GRANTRY_RESIDENT_GRANTS) in the
 // background, while the server answers from the store, and again once writes have dropped a
 // tenth of them (api.Server.KeepResident, looking every residentCheck), warming the cache
@@ -238,20 +248,11 @@ func cacheEntries(n int) int {
 // grantry_cache_warming on /metrics. Failing costs only speed: checks then go on reading
 // the store.
 func keepResident(ctx context.Context, srv *api.Server, log *slog.Logger, cs *closers) error {
-	err := srv.GaugeFunc("grantry_resident_reading", "1 while users' grants are being read into memory, at start and again once writes have dropped a tenth of them (checks of users not held meanwhile read the store), else 0.",
-		func() float64 {
-			if srv.ResidentReading() {
-				return 1
-			}
-			return 0
-		})
-	err = errors.Join(err, srv.GaugeFunc("grantry_cache_warming", "1 from start until the check path's cache has been warmed with the users of the organizations that fit in it (after the first read-in), else 0.",
-		func() float64 {
-			if srv.Warming() {
-				return 1
-			}
-			return 0
-		}))
+	err := errors.Join(
+		srv.GaugeFunc("grantry_resident_reading", "1 while users' grants are being read into memory, at start and again once writes have dropped a tenth of them (checks of users not held meanwhile read the store), else 0.",
+			oneIf(srv.ResidentReading)),
+		srv.GaugeFunc("grantry_cache_warming", "1 from start until the check path's cache has been warmed with the users of the organizations that fit in it (after the first read-in), else 0.",
+			oneIf(srv.Warming)))
 	cs.goUntilStop(ctx, "resident read-in", func(ctx context.Context) {
 		srv.KeepResident(ctx, residentCheck, func(read api.ResidentRead, took time.Duration, err error) {
 			switch {
