@@ -19,8 +19,8 @@ import (
 
 // The behavioural suite (storagetest) holds the decision log to its contract: order, filters,
 // pages, batches written again or older than the newest, pruning in the middle of a batch. These
-// tests hold the embedded store to how it keeps it: a block per organization and batch, each
-// block holding exactly the range of ids its key and the key before it bound.
+// tests hold the embedded store to how it keeps it: blocks of at most maxBlock per organization
+// and batch, each block holding exactly the range of ids its key and the key before it bound.
 
 func openDecisionStore(t *testing.T) *Store {
 	t.Helper()
