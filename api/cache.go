@@ -351,16 +351,18 @@ func (c *accessCache[V]) keep(org, user string, load func() (V, error)) (*cacheE
 // invalidations and the generation, for loadAndKeep.
 func (c *accessCache[V]) lookup(k cacheKey, sh *cacheShard[V], o *orgState) (e *cacheEntry[V], inval, g uint64) {
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	if el, ok := sh.users[k]; ok {
 		if e := el.Value.(*cacheEntry[V]); e.gen == c.gen(o) {
 			sh.lru.MoveToFront(el)
+			sh.mu.Unlock()
 			return e, 0, 0
 		}
 		sh.lru.Remove(el)
 		delete(sh.users, k)
 	}
-	return nil, sh.inval, c.gen(o)
+	inval, g = sh.inval, c.gen(o)
+	sh.mu.Unlock()
+	return nil, inval, g
 }
 
 // loadAndKeep loads the facts of k with load and keeps them in its shard sh, unless the
