@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -28,6 +29,19 @@ type metrics struct {
 	decisions *prometheus.CounterVec
 	storeErrs *prometheus.CounterVec
 	http      http.Handler
+
+	// The series every request and decision adds to, found once rather than by
+	// WithLabelValues each time (hashing the label values, a map lookup under the vector's
+	// lock, and formatting the status): about 1.3 µs of a check's CPU under make bench's load.
+	allow, deny, evalError prometheus.Counter
+	seriesMu               sync.RWMutex
+	series                 map[requestSeries]prometheus.Observer
+}
+
+// requestSeries names one series of grantry_http_request_duration_seconds.
+type requestSeries struct {
+	method, route string
+	status        int
 }
 
 // requestBuckets reach down to half a millisecond: a cached access check answers well under a
@@ -51,9 +65,11 @@ func newMetrics() *metrics {
 			Help: "Requests answered 503 because the store was unavailable (reason=unavailable) or did not answer within the request deadline (reason=timeout).",
 		}, []string{"reason"}),
 	}
-	for _, r := range []string{"allow", "deny", "error"} {
-		m.decisions.WithLabelValues(r) // so that every series exists from the start, at zero
-	}
+	// Every decision series exists from the start, at zero.
+	m.allow = m.decisions.WithLabelValues("allow")
+	m.deny = m.decisions.WithLabelValues("deny")
+	m.evalError = m.decisions.WithLabelValues("error")
+	m.series = make(map[requestSeries]prometheus.Observer)
 	for _, r := range []string{"unavailable", "timeout"} {
 		m.storeErrs.WithLabelValues(r)
 	}
@@ -75,19 +91,35 @@ func (m *metrics) observeRequest(method, route string, status int, d time.Durati
 	default:
 		method = "other" // clients choose methods freely; each would be a series of its own
 	}
-	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+	m.requestObserver(requestSeries{method, route, status}).Observe(d.Seconds())
+}
+
+// requestObserver returns the series of k, found in the vector the first time only. There are
+// as many as the vector's series: methods, routes and statuses are each of a small fixed set.
+func (m *metrics) requestObserver(k requestSeries) prometheus.Observer {
+	m.seriesMu.RLock()
+	o, ok := m.series[k]
+	m.seriesMu.RUnlock()
+	if ok {
+		return o
+	}
+	o = m.requests.WithLabelValues(k.method, k.route, strconv.Itoa(k.status))
+	m.seriesMu.Lock()
+	m.series[k] = o
+	m.seriesMu.Unlock()
+	return o
 }
 
 // decision records the outcome of one policy evaluation.
 func (m *metrics) decision(allowed bool, err error) {
-	result := "deny"
 	switch {
 	case err != nil:
-		result = "error"
+		m.evalError.Inc()
 	case allowed:
-		result = "allow"
+		m.allow.Inc()
+	default:
+		m.deny.Inc()
 	}
-	m.decisions.WithLabelValues(result).Inc()
 }
 
 // storeError records a request that the store could not serve; err is what writeError maps to 503.

@@ -207,4 +207,10 @@ func TestPolicyErrorDenies(t *testing.T) {
 	if decode[bool](t, f.must("POST", "/provisions/can_user_access_all", key, map[string]any{"user_id": alice, "tags": []string{model}})) {
 		t.Error("can_user_access_all = true when the policy failed")
 	}
+	for result, want := range map[string]string{"error": "2", "allow": "0", "deny": "0"} {
+		series := `grantry_decisions_total{result="` + result + `"}`
+		if got, _ := metricValue(t, f, series); got != want {
+			t.Errorf("%s = %q, want %s", series, got, want)
+		}
+	}
 }
