@@ -16,7 +16,12 @@ import (
 // requestID echoes the client's X-Request-ID when it is a sane one, and makes one otherwise.
 // As the first middleware, it gives the request its requestContext.
 func (s *Server) requestID(c *gin.Context) {
-	id := c.GetHeader("X-Request-ID")
+	// The header's canonical key, read from the map: c.GetHeader("X-Request-ID") would make
+	// the canonical key anew, an allocation, on every request.
+	var id string
+	if v := c.Request.Header["X-Request-Id"]; len(v) > 0 {
+		id = v[0]
+	}
 	if !validRequestID(id) {
 		id = uid.New()
 	}
