@@ -218,7 +218,7 @@ func newLogger(w io.Writer, level slog.Level) (*slog.Logger, *logbuf.Writer) {
 			h = slog.NewTextHandler(lines, &slog.HandlerOptions{Level: level})
 		}
 	}
-	return slog.New(logbuf.Urgent(h, lines)), lines
+	return slog.New(logbuf.Deferred(h, lines)), lines
 }
 
 // cacheEntries turns GRANTRY_CACHE_ENTRIES, where 0 means no cache, into api.Config's, where 0

@@ -2,10 +2,13 @@ package logbuf_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,7 +88,30 @@ func TestWriterFlushesWhenFullAndOnClose(t *testing.T) {
 	}
 }
 
-func TestUrgentFlushesWarningsWithWhatCameBefore(t *testing.T) {
+// countingHandler is a text handler that counts the records it has handled.
+type countingHandler struct {
+	slog.Handler
+	handled *atomic.Int64
+}
+
+func newCountingHandler(w io.Writer) countingHandler {
+	return countingHandler{slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}), new(atomic.Int64)}
+}
+
+func (c countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	c.handled.Add(1)
+	return c.Handler.Handle(ctx, r)
+}
+
+func (c countingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return countingHandler{c.Handler.WithAttrs(attrs), c.handled}
+}
+
+func (c countingHandler) WithGroup(name string) slog.Handler {
+	return countingHandler{c.Handler.WithGroup(name), c.handled}
+}
+
+func TestDeferredFlushesWarningsWithWhatCameBefore(t *testing.T) {
 	tests := []struct {
 		level   slog.Level
 		flushed bool
@@ -97,17 +123,141 @@ func TestUrgentFlushesWarningsWithWhatCameBefore(t *testing.T) {
 			out := &syncBuffer{}
 			w := logbuf.New(out)
 			defer w.Close()
-			log := slog.New(logbuf.Urgent(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}), w)).With("k", "v").WithGroup("g")
-			log.Info("before")
+			log := slog.New(logbuf.Deferred(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}), w)).With("k", "v").WithGroup("g")
+			log.Info("before", "a", 1)
 			log.Log(t.Context(), tt.level, "this")
 			got := out.String()
 			if flushed := strings.Contains(got, "msg=this"); flushed != tt.flushed {
 				t.Fatalf("flushed = %v, want %v: %q", flushed, tt.flushed, got)
 			}
-			if tt.flushed && (!strings.Contains(got, "msg=before") || strings.Index(got, "before") > strings.Index(got, "this")) {
-				t.Errorf("the earlier line was not written first: %q", got)
+			if tt.flushed && (!strings.Contains(got, "msg=before k=v g.a=1") || strings.Index(got, "before") > strings.Index(got, "this")) {
+				t.Errorf("the earlier line was not written first, whole: %q", got)
 			}
 		})
+	}
+}
+
+// TestDeferredHoldsRecordsUntilTheFlush: a record below warning level is not made into a line
+// while it is logged, but at the flush, at most maxDelay later, with the others, in the order
+// they were logged, whichever handler derived from the logger logged them.
+func TestDeferredHoldsRecordsUntilTheFlush(t *testing.T) {
+	out := &syncBuffer{}
+	w := logbuf.New(out)
+	defer w.Close()
+	h := newCountingHandler(w)
+	log := slog.New(logbuf.Deferred(h, w))
+	other := log.With("from", "other")
+	for i := range 3 {
+		log.Info("line", "i", i)
+		other.Debug("line", "i", i)
+	}
+	if n := h.handled.Load(); n != 0 {
+		t.Fatalf("%d records made into lines as they were logged, want none until the flush", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for out.String() == "" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var want []string
+	for i := range 3 {
+		want = append(want, fmt.Sprintf("level=INFO msg=line i=%d", i), fmt.Sprintf("level=DEBUG msg=line from=other i=%d", i))
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("after the delay: %q, want %d lines", out.String(), len(want))
+	}
+	for i, l := range lines {
+		if !strings.HasSuffix(l, want[i]) {
+			t.Errorf("line %d = %q, want it to end %q", i, l, want[i])
+		}
+	}
+	if out.Writes() != 1 {
+		t.Errorf("%d writes, want the lines in one", out.Writes())
+	}
+}
+
+// TestFlushAndCloseHandleHeldRecords: Flush and Close make the records held into lines and
+// write them; a record logged after Close is written at once.
+func TestFlushAndCloseHandleHeldRecords(t *testing.T) {
+	for _, end := range []string{"Flush", "Close"} {
+		t.Run(end, func(t *testing.T) {
+			out := &syncBuffer{}
+			w := logbuf.New(out)
+			defer w.Close()
+			log := slog.New(logbuf.Deferred(slog.NewTextHandler(w, nil), w))
+			log.Info("first")
+			log.Info("second")
+			if end == "Flush" {
+				w.Flush()
+			} else {
+				w.Close()
+			}
+			got := out.String()
+			if strings.Count(got, "\n") != 2 || !strings.Contains(got, "msg=first\n") || !strings.HasSuffix(got, "msg=second\n") {
+				t.Fatalf("after %s: %q, want first, then second", end, got)
+			}
+			log.Info("third")
+			if strings.Contains(out.String(), "msg=third") != (end == "Close") {
+				t.Errorf("after %s, a record logged was written at once: %v, want %v", end, !(end == "Close"), end == "Close")
+			}
+		})
+	}
+}
+
+// TestDeferredBoundsHeldRecords: beyond 4,096 records held, the logger that logs the next makes
+// them into lines itself, so that a logger faster than the flushes cannot hold without bound.
+func TestDeferredBoundsHeldRecords(t *testing.T) {
+	w := logbuf.New(&syncBuffer{})
+	defer w.Close()
+	h := newCountingHandler(w)
+	log := slog.New(logbuf.Deferred(h, w))
+	for i := range 4095 {
+		log.Info("line", "i", i)
+	}
+	if n := h.handled.Load(); n != 0 {
+		t.Fatalf("%d records made into lines below the bound, want none", n)
+	}
+	log.Info("line", "i", 4095)
+	if n := h.handled.Load(); n != 4096 {
+		t.Fatalf("%d records made into lines at the bound, want all 4096", n)
+	}
+}
+
+// TestDeferredKeepsConcurrentRecords: records logged from many goroutines are all written,
+// each whole, and each goroutine's in the order it logged them.
+func TestDeferredKeepsConcurrentRecords(t *testing.T) {
+	out := &syncBuffer{}
+	w := logbuf.New(out)
+	log := slog.New(logbuf.Deferred(slog.NewTextHandler(w, nil), w))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 1000 {
+				if i%250 == 249 {
+					log.Warn("line", "g", g, "i", i)
+				} else {
+					log.Info("line", "g", g, "i", i)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	w.Close()
+	next := make(map[string]int)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	for _, l := range lines {
+		var level, g string
+		var i int
+		if _, err := fmt.Sscanf(l[strings.Index(l, "level="):], "level=%s msg=line g=%s i=%d", &level, &g, &i); err != nil {
+			t.Fatalf("torn line %q: %v", l, err)
+		}
+		if i != next[g] {
+			t.Fatalf("goroutine %s: line %d after %d", g, i, next[g]-1)
+		}
+		next[g]++
+	}
+	if len(lines) != 8*1000 {
+		t.Fatalf("%d lines, want %d", len(lines), 8*1000)
 	}
 }
 
