@@ -23,7 +23,7 @@ func (s *Server) requestID(c *gin.Context) {
 		id = v[0]
 	}
 	if !validRequestID(id) {
-		id = uid.New()
+		id = uid.NewCheap()
 	}
 	r := &requestContext{Context: c.Request.Context(), id: id}
 	c.Request = c.Request.WithContext(r)
