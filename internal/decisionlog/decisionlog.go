@@ -45,7 +45,7 @@ type Config struct {
 	// make bench's load (about 16,000 checks a second) batches of 500 cost a server pinned to
 	// one CPU about 6% of its checks against batches of 4,000 (three alternating pairs of
 	// servers, 15,136 against 16,035 checks a second, medians); 16,000 were within the spread
-	// of 4,000, and hold the store's write lock longer.
+	// of 4,000, and would hold the store's write lock longer.
 	BatchSize int
 	// FlushInterval is the longest an entry waits for its batch to fill. Default 1s.
 	FlushInterval time.Duration
