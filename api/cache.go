@@ -331,12 +331,8 @@ func (c *accessCache[V]) user(org, user string, load, first func() (V, error)) (
 
 // keep returns the cached entry of the organization's user, or loads its facts with load and
 // keeps them, whatever admit would say. It counts neither a hit nor a miss: no check asked.
-// A nil cache, or max 0, keeps nothing.
+// Its one caller, WarmCache, has a cache of a positive max or calls nothing.
 func (c *accessCache[V]) keep(org, user string, load func() (V, error)) (*cacheEntry[V], error) {
-	if c == nil || c.max <= 0 {
-		facts, err := load()
-		return &cacheEntry[V]{Facts: facts}, err
-	}
 	k := cacheKey{org, user}
 	sh, o := c.shard(c.hash(k)), c.org(org)
 	e, inval, g := c.lookup(k, sh, o)
