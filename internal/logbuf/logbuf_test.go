@@ -197,8 +197,8 @@ func TestFlushAndCloseHandleHeldRecords(t *testing.T) {
 				t.Fatalf("after %s: %q, want first, then second", end, got)
 			}
 			log.Info("third")
-			if strings.Contains(out.String(), "msg=third") != (end == "Close") {
-				t.Errorf("after %s, a record logged was written at once: %v, want %v", end, !(end == "Close"), end == "Close")
+			if written, want := strings.Contains(out.String(), "msg=third"), end == "Close"; written != want {
+				t.Errorf("after %s, a record logged was written at once: %v, want %v", end, written, want)
 			}
 		})
 	}
