@@ -24,6 +24,18 @@ type readsCounted struct {
 	read [][2]string // the organization and user of each read
 	// scanned, when set, is called once ScanHoldings has read every user, before it returns.
 	scanned func()
+	// resourcesFail, when set, is what reading resources fails with.
+	resourcesFail error
+}
+
+func (s *readsCounted) GetResources(ctx context.Context, orgID string, ids []string) ([]storage.Resource, error) {
+	s.mu.Lock()
+	err := s.resourcesFail
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.GetResources(ctx, orgID, ids)
 }
 
 func (s *readsCounted) note(orgID, userID string) {

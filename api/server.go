@@ -204,7 +204,8 @@ func (s *Server) KeepResident(ctx context.Context, check time.Duration, report f
 // checks mostly ask about once in a long while, are left to admit. It does nothing without a
 // cache or a resident index, or when the policy does not decide per user (a replaced one), and
 // stops at the first set it cannot evaluate (logged). It loads users on as many goroutines as
-// may run at once (GOMAXPROCS). From its end, Warming reports false.
+// may run at once (GOMAXPROCS). It also stops at the first user it cannot load (logged). From
+// its end, Warming reports false.
 func (s *Server) WarmCache(ctx context.Context) int {
 	defer s.warming.Store(false)
 	c, r := s.cache, s.resident()
@@ -225,7 +226,14 @@ func (s *Server) WarmCache(ctx context.Context) int {
 		wg.Go(func() {
 			for j := range jobs {
 				f, err := c.keep(j.org, j.user, s.loadUser(ctx, j.org, j.user))
-				if err != nil || f.Facts == nil || failed.Load() {
+				if err != nil {
+					if !failed.Swap(true) && ctx.Err() == nil {
+						s.log.LogAttrs(ctx, slog.LevelError, "warming the check path's cache stopped; checks keep users as they come",
+							slog.String("error", err.Error()))
+					}
+					continue
+				}
+				if f.Facts == nil || failed.Load() {
 					continue
 				}
 				if f.permitted.Load() == nil && s.setOf(ctx, j.org, pd, revision, f, s.now()) == nil {

@@ -2,7 +2,10 @@ package api_test
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/grantry/grantry/api"
@@ -87,4 +90,32 @@ func TestWarmCache(t *testing.T) {
 	if n := plain.WarmCache(context.Background()); n != 0 {
 		t.Errorf("a server without a resident index: WarmCache kept %d users", n)
 	}
+}
+
+// TestWarmCacheStopsAtAFailingStore: a user WarmCache cannot load (their resources cannot be
+// read) stops the warming, which says so in the log rather than going on through every user;
+// checks then keep users as they come, and answer as the store does once it is back.
+func TestWarmCacheStopsAtAFailingStore(t *testing.T) {
+	logged := &syncBuffer{}
+	w := newResidentWorld(t, 1000, func(c *api.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(logged, nil))
+	})
+	w.readIn(t)
+	w.reads.mu.Lock()
+	w.reads.resourcesFail = errors.New("the disk is gone")
+	w.reads.mu.Unlock()
+	if n := w.res.srv.WarmCache(context.Background()); n != 0 {
+		t.Errorf("WarmCache kept %d users while no resource could be read, want 0", n)
+	}
+	if w.res.srv.Warming() {
+		t.Error("Warming() = true after a WarmCache that stopped")
+	}
+	line := string(logged.Bytes())
+	if strings.Count(line, "warming the check path's cache stopped") != 1 || !strings.Contains(line, "the disk is gone") {
+		t.Errorf("want one line saying the warming stopped, with its cause; logged:\n%s", line)
+	}
+	w.reads.mu.Lock()
+	w.reads.resourcesFail = nil
+	w.reads.mu.Unlock()
+	w.sameAnswers(t, "after a warming that stopped")
 }
