@@ -225,6 +225,9 @@ func (s *Server) WarmCache(ctx context.Context) int {
 	for range runtime.GOMAXPROCS(0) { // as many as may run at once
 		wg.Go(func() {
 			for j := range jobs {
+				if failed.Load() {
+					continue // the jobs already sent, until the sender sees it
+				}
 				f, err := c.keep(j.org, j.user, s.loadUser(ctx, j.org, j.user))
 				if err != nil {
 					if !failed.Swap(true) && ctx.Err() == nil {
@@ -233,7 +236,7 @@ func (s *Server) WarmCache(ctx context.Context) int {
 					}
 					continue
 				}
-				if f.Facts == nil || failed.Load() {
+				if f.Facts == nil {
 					continue
 				}
 				if f.permitted.Load() == nil && s.setOf(ctx, j.org, pd, revision, f, s.now()) == nil {
