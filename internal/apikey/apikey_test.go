@@ -1,8 +1,11 @@
 package apikey
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -32,6 +35,38 @@ func TestHash(t *testing.T) {
 	}
 	if sum := Sum("abc"); fmt.Sprintf("%x", sum) != Hash("abc") {
 		t.Errorf("Sum(abc) = %x, want the digest Hash spells", sum)
+	}
+}
+
+// TestSumReusesNothingOfAKey: Sum's hash states are reused, so each digest must be of its own key
+// alone, whatever was summed before it, on any goroutine.
+func TestSumReusesNothingOfAKey(t *testing.T) {
+	keys := []string{"", "abc", Prefix + strings.Repeat("z", bodyLen), "abc" + strings.Repeat("\x00", 200), "a"}
+	want := make([]string, len(keys))
+	for i, k := range keys {
+		sum := sha256.Sum256([]byte(k))
+		want[i] = hex.EncodeToString(sum[:])
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for n := range 500 {
+				i := (g + n) % len(keys)
+				if got := Sum(keys[i]); hex.EncodeToString(got[:]) != want[i] {
+					t.Errorf("Sum(%.10q) = %x, want %s", keys[i], got, want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func BenchmarkSum(b *testing.B) {
+	key := Generate()
+	b.ReportAllocs()
+	for b.Loop() {
+		Sum(key)
 	}
 }
 
