@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -16,7 +15,7 @@ import (
 )
 
 func TestPermittedSetPermitsAll(t *testing.T) {
-	p := &permittedSet{ids: map[string]struct{}{"a": {}, "c": {}}}
+	p := &permittedSet{ids: newIDSet([]string{"a", "c"})}
 	for _, tc := range []struct {
 		all  bool
 		ids  []string
@@ -32,6 +31,51 @@ func TestPermittedSetPermitsAll(t *testing.T) {
 	} {
 		if got := p.permitsAll(tc.all, tc.ids); got != tc.want {
 			t.Errorf("permitsAll(%v, %v) = %v, want %v", tc.all, tc.ids, got, tc.want)
+		}
+	}
+}
+
+// setMembers is the ids of s, sorted.
+func setMembers(s idSet) []string {
+	var ids []string
+	for _, sl := range s.slots {
+		if sl.hash != 0 {
+			ids = append(ids, sl.id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestIDSet holds an idSet to a map of the same ids: sets of every size up to a few thousand
+// (so, full of probes that run past a slot of another id), with repeats, asked about every
+// member and as many ids that are not, some a prefix or an extension of a member.
+func TestIDSet(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 7, 8, 9, 100, 4096} {
+		ids := make([]string, 0, n+n/3)
+		for i := range n {
+			ids = append(ids, fmt.Sprintf("res-%d", i))
+		}
+		ids = append(ids, ids[:n/3]...) // repeats
+		s := newIDSet(ids)
+		if got := setMembers(s); len(got) != n {
+			t.Fatalf("n=%d: %d members, want %d", n, len(got), n)
+		}
+		want := make(map[string]bool, n)
+		for _, id := range ids {
+			want[id] = true
+		}
+		asked := []string{"", "res-", "res-0x"}
+		for i := range 2*n + 1 {
+			asked = append(asked, fmt.Sprintf("res-%d", i), fmt.Sprintf("res-%d ", i))
+		}
+		for _, id := range asked {
+			if got := s.has(id); got != want[id] {
+				t.Fatalf("n=%d: has(%q) = %v, want %v", n, id, got, want[id])
+			}
+		}
+		if len(s.slots) < 2*n {
+			t.Errorf("n=%d: %d slots, want at least twice the ids", n, len(s.slots))
 		}
 	}
 }
@@ -131,7 +175,7 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	if p == nil {
 		t.Fatal("no set after many new questions")
 	}
-	if want := []string{id(0), id(1), id(3)}; strings.Join(slices.Sorted(maps.Keys(p.ids)), ",") != strings.Join(want, ",") || !p.until.Equal(now.Add(time.Minute)) {
+	if want := []string{id(0), id(1), id(3)}; strings.Join(setMembers(p.ids), ",") != strings.Join(want, ",") || !p.until.Equal(now.Add(time.Minute)) {
 		t.Fatalf("set %v until %v, want %v until the grant of 1 expires", p.ids, p.until, want)
 	}
 	// A question not asked before (about a resource that does not exist) cannot be in the
