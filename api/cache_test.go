@@ -119,6 +119,38 @@ func TestAccessCacheIsBounded(t *testing.T) {
 	}
 }
 
+// TestAccessCacheEvictsTheLeastRecentlyUsed: in one shard, a user used between every two users
+// kept is never evicted, however many are kept after it, though lookup moves it to the front
+// only now and then; the users kept and not used again are, oldest first.
+func TestAccessCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
+	c := newAccessCache[int](cacheShards * 8)
+	per := c.perShard()
+	shard := c.shard(c.hash(cacheKey{"o", "hot"}))
+	var users []string // of hot's shard
+	for i := 0; len(users) < 5*per; i++ {
+		if u := fmt.Sprint(i); c.shard(c.hash(cacheKey{"o", u})) == shard {
+			users = append(users, u)
+		}
+	}
+	cached := func(u string) bool { // a use of u, if it is cached
+		e, _, _ := c.lookup(cacheKey{"o", u}, shard, c.org("o"))
+		return e != nil
+	}
+	c.keep("o", "hot", func() (int, error) { return 1, nil })
+	for i, u := range users {
+		c.keep("o", u, func() (int, error) { return i, nil })
+		if !cached("hot") {
+			t.Fatalf("the user used between every two others was evicted after %d others were kept", i+1)
+		}
+		if i >= per && cached(users[i-per+1]) {
+			t.Fatalf("%s, kept %d users ago and not used since, is still cached", users[i-per+1], per-1)
+		}
+	}
+	if n := c.len(); n > per {
+		t.Errorf("%d users cached in one shard, want at most %d", n, per)
+	}
+}
+
 // TestAccessCacheAdmitsFromTheThirdLoad: users loaded once or twice are not kept, however many
 // there are, and each is kept at their third load; a load made with first only until then.
 func TestAccessCacheAdmitsFromTheThirdLoad(t *testing.T) {
