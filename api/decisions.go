@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -47,13 +46,9 @@ func (s *Server) logDecision(c *gin.Context, start time.Time, endpoint, userID s
 
 // DecisionSink is the sink that writes a decision log's batches to store. Entries keep the ids
 // logDecision gave them, so that a batch written again after a failure is not stored twice.
-//
-// It converts each batch into a slice it reuses: the log calls it from one goroutine at a time.
 func DecisionSink(store storage.DecisionStore) decisionlog.Sink {
-	var ds []storage.Decision
 	return func(ctx context.Context, batch []decisionlog.Entry) error {
-		ds = slices.Grow(ds[:0], len(batch))[:len(batch)]
-		defer clear(ds) // nothing written stays reachable from it
+		ds := make([]storage.Decision, len(batch))
 		for i, e := range batch {
 			ds[i] = storage.Decision{
 				ID: e.ID, OrgID: e.OrgID, Time: e.Time, RequestID: e.RequestID, APIKeyID: e.APIKeyID,

@@ -11,8 +11,7 @@ type DecisionStore interface {
 	// InsertDecisions stores decisions, which may belong to several organizations. Each ID must
 	// come from an EntryIDs made for its Time (it returns an error wrapping ErrInvalidID if
 	// not). Inserting a decision whose ID is already stored leaves the stored one as it is, so
-	// that a caller may retry a batch that failed midway. It does not keep decisions, which the
-	// caller may reuse once it returns.
+	// that a caller may retry a batch that failed midway.
 	InsertDecisions(ctx context.Context, decisions []Decision) error
 	// ListDecisions returns the organization's decisions that match f, newest first (by ID,
 	// which is time order), at most f.Limit of them.

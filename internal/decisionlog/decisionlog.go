@@ -33,8 +33,7 @@ type Entry struct {
 	Duration time.Duration
 }
 
-// Sink writes a batch of entries durably. The log calls it from one goroutine at a time, and
-// reuses batch once it returns: a sink must not keep it.
+// Sink writes a batch of entries durably. The log calls it from one goroutine at a time.
 type Sink func(ctx context.Context, batch []Entry) error
 
 // Config tunes a Log. Zero fields take the defaults.
@@ -91,8 +90,6 @@ type Log struct {
 	head   int     // index of the oldest waiting entry
 	n      int     // how many are waiting
 	closed bool
-
-	batch []Entry // the writer's, for take: reused, so that a batch makes no garbage
 
 	wake chan struct{} // a full batch is waiting
 	stop chan struct{} // Close was called
@@ -206,13 +203,11 @@ func (l *Log) flush(least int, closing bool) {
 			return
 		}
 		l.write(batch, closing)
-		clear(batch) // nothing written stays reachable from the spare batch
 	}
 }
 
 // take removes up to BatchSize of the oldest waiting entries from the queue, if at least
-// least entries wait, into the writer's batch. A new batch of each take was about a sixth of
-// the bytes a check allocated under make bench's load (heap profile).
+// least entries wait.
 func (l *Log) take(least int) []Entry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -220,10 +215,7 @@ func (l *Log) take(least int) []Entry {
 		return nil
 	}
 	n := min(l.n, l.cfg.BatchSize)
-	if cap(l.batch) < n {
-		l.batch = make([]Entry, n)
-	}
-	batch := l.batch[:n]
+	batch := make([]Entry, n)
 	for i := range n {
 		j := (l.head + i) % len(l.queue)
 		batch[i] = l.queue[j]
