@@ -46,6 +46,9 @@ func Sum(key string) [sha256.Size]byte {
 	d.h.Write(d.in)
 	sum := [sha256.Size]byte(d.h.Sum(d.out[:0]))
 	clear(d.in) // the key is a secret: nothing of it stays in the pool
+	if cap(d.in) > maxKept {
+		d.in = nil // a huge bearer token must not keep its room in the pool
+	}
 	digesters.Put(d)
 	return sum
 }
@@ -58,6 +61,9 @@ type digester struct {
 }
 
 var digesters = sync.Pool{New: func() any { return &digester{h: sha256.New()} }}
+
+// maxKept bounds the input room a digester keeps: far more than a key Grantry makes.
+const maxKept = 1 << 10
 
 // Display returns the non-secret leading characters of a key.
 func Display(key string) string {

@@ -41,7 +41,7 @@ func TestHash(t *testing.T) {
 // TestSumReusesNothingOfAKey: Sum's hash states are reused, so each digest must be of its own key
 // alone, whatever was summed before it, on any goroutine.
 func TestSumReusesNothingOfAKey(t *testing.T) {
-	keys := []string{"", "abc", Prefix + strings.Repeat("z", bodyLen), "abc" + strings.Repeat("\x00", 200), "a"}
+	keys := []string{"", "abc", Prefix + strings.Repeat("z", bodyLen), "abc" + strings.Repeat("\x00", 200), "a", strings.Repeat("k", 5000)}
 	want := make([]string, len(keys))
 	for i, k := range keys {
 		sum := sha256.Sum256([]byte(k))
