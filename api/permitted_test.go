@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
@@ -35,12 +36,12 @@ func TestPermittedSetPermitsAll(t *testing.T) {
 	}
 }
 
-// setMembers is the ids of s, sorted.
+// setMembers is the ids of s, sorted, as its slots find them.
 func setMembers(s idSet) []string {
 	var ids []string
 	for _, sl := range s.slots {
-		if sl.hash != 0 {
-			ids = append(ids, sl.id)
+		if sl.data != nil {
+			ids = append(ids, unsafe.String(sl.data, sl.n))
 		}
 	}
 	slices.Sort(ids)
@@ -65,7 +66,7 @@ func TestIDSet(t *testing.T) {
 		for _, id := range ids {
 			want[id] = true
 		}
-		asked := []string{"", "res-", "res-0x"}
+		asked := []string{"", "res-", "res-0x", "res-1\x00"}
 		for i := range 2*n + 1 {
 			asked = append(asked, fmt.Sprintf("res-%d", i), fmt.Sprintf("res-%d ", i))
 		}
@@ -73,6 +74,9 @@ func TestIDSet(t *testing.T) {
 			if got := s.has(id); got != want[id] {
 				t.Fatalf("n=%d: has(%q) = %v, want %v", n, id, got, want[id])
 			}
+		}
+		if s.has("") {
+			t.Fatalf("n=%d: has the empty id", n)
 		}
 		if len(s.slots) < 2*n {
 			t.Errorf("n=%d: %d slots, want at least twice the ids", n, len(s.slots))
