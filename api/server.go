@@ -203,9 +203,9 @@ func (s *Server) KeepResident(ctx context.Context, check time.Duration, report f
 // two 10 s runs and 13,142 in its third. The users of an organization too large to fit, whom
 // checks mostly ask about once in a long while, are left to admit. It does nothing without a
 // cache or a resident index, or when the policy does not decide per user (a replaced one), and
-// stops at the first set it cannot evaluate (logged). It loads users on as many goroutines as
-// may run at once (GOMAXPROCS). It also stops at the first user it cannot load (logged). From
-// its end, Warming reports false.
+// stops at the first user it cannot load or whose set it cannot evaluate (each logged). It
+// loads users on as many goroutines as may run at once (GOMAXPROCS). From its end, Warming
+// reports false.
 func (s *Server) WarmCache(ctx context.Context) int {
 	defer s.warming.Store(false)
 	c, r := s.cache, s.resident()
