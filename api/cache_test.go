@@ -121,7 +121,8 @@ func TestAccessCacheIsBounded(t *testing.T) {
 
 // TestAccessCacheEvictsTheLeastRecentlyUsed: in one shard, a user used between every two users
 // kept is never evicted, however many are kept after it, though lookup moves it to the front
-// only now and then; the users kept and not used again are, oldest first.
+// only now and then (not at a use just after another); the users kept and not used again are,
+// oldest first.
 func TestAccessCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	c := newAccessCache[int](cacheShards * 8)
 	per := c.perShard()
@@ -148,6 +149,13 @@ func TestAccessCacheEvictsTheLeastRecentlyUsed(t *testing.T) {
 	}
 	if n := c.len(); n > per {
 		t.Errorf("%d users cached in one shard, want at most %d", n, per)
+	}
+	// Used again at once, hot is near the front and stays where it is.
+	cached("hot")
+	e := shard.users[cacheKey{"o", "hot"}]
+	moved := e.moved
+	if cached("hot"); e.moved != moved {
+		t.Error("a use just after another moved the entry to the front again")
 	}
 }
 
