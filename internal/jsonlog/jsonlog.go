@@ -15,7 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/grantry/grantry/internal/jsonstr"
 )
 
 // Handler writes JSON lines to a writer that is safe for concurrent use, one Write a record.
@@ -75,9 +76,9 @@ func appendRecord(buf []byte, r slog.Record) ([]byte, bool) {
 		buf = append(buf, ',')
 	}
 	buf = append(buf, `"level":`...)
-	buf = appendString(buf, r.Level.String())
+	buf = jsonstr.AppendSlog(buf, r.Level.String())
 	buf = append(buf, `,"msg":`...)
-	buf = appendString(buf, r.Message)
+	buf = jsonstr.AppendSlog(buf, r.Message)
 	ok := true
 	r.Attrs(func(a slog.Attr) bool {
 		buf, ok = appendAttr(buf, a)
@@ -92,12 +93,12 @@ func appendAttr(buf []byte, a slog.Attr) ([]byte, bool) {
 		return buf, false // elided, or a group to inline: slog.JSONHandler's rules
 	}
 	buf = append(buf, ',')
-	buf = appendString(buf, a.Key)
+	buf = jsonstr.AppendSlog(buf, a.Key)
 	buf = append(buf, ':')
 	v := a.Value
 	switch v.Kind() {
 	case slog.KindString:
-		return appendString(buf, v.String()), true
+		return jsonstr.AppendSlog(buf, v.String()), true
 	case slog.KindInt64:
 		return strconv.AppendInt(buf, v.Int64(), 10), true
 	case slog.KindUint64:
@@ -114,7 +115,7 @@ func appendAttr(buf []byte, a slog.Attr) ([]byte, bool) {
 		err, isErr := v.Any().(error)
 		if _, marshals := v.Any().(json.Marshaler); isErr && !marshals {
 			if text, ok := errorText(err); ok {
-				return appendString(buf, text), true
+				return jsonstr.AppendSlog(buf, text), true
 			}
 		}
 	}
@@ -159,55 +160,4 @@ func appendTime(buf []byte, t time.Time) ([]byte, bool) {
 	buf = append(buf, '"')
 	buf = t.AppendFormat(buf, time.RFC3339Nano)
 	return append(buf, '"'), true
-}
-
-const hex = "0123456789abcdef"
-
-// appendString appends s quoted and escaped as slog.JSONHandler escapes it: quote, backslash
-// and control characters, U+2028 and U+2029; invalid UTF-8 becomes U+FFFD. Unlike
-// encoding/json, <, > and & are left as they are.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= ' ' && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			buf = append(buf, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				buf = append(buf, '\\', b)
-			case '\n':
-				buf = append(buf, '\\', 'n')
-			case '\r':
-				buf = append(buf, '\\', 'r')
-			case '\t':
-				buf = append(buf, '\\', 't')
-			default:
-				buf = append(buf, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-		case c == '\u2028' || c == '\u2029':
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, '\\', 'u', '2', '0', '2', hex[c&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }
