@@ -41,14 +41,7 @@ func Hash(key string) string {
 // call, and in the server (a heap profile under make bench's load) its hash state too.
 func Sum(key string) [sha256.Size]byte {
 	d := digesters.Get().(*digester)
-	d.h.Reset()
-	d.in = append(d.in[:0], key...)
-	d.h.Write(d.in)
-	sum := [sha256.Size]byte(d.h.Sum(d.out[:0]))
-	clear(d.in) // the key is a secret: nothing of it stays in the pool
-	if cap(d.in) > maxKept {
-		d.in = nil // a huge bearer token must not keep its room in the pool
-	}
+	sum := d.sum(key)
 	digesters.Put(d)
 	return sum
 }
@@ -64,6 +57,27 @@ var digesters = sync.Pool{New: func() any { return &digester{h: sha256.New()} }}
 
 // maxKept bounds the input room a digester keeps: far more than a key Grantry makes.
 const maxKept = 1 << 10
+
+// sum digests key, then scrubs what d holds of it, since d goes back to a pool and the key is a
+// secret: its copy of the key is cleared, and so is the hash state's buffer, which keeps the
+// key's last partial block (up to 63 bytes: the whole of a key Grantry makes). After a Reset,
+// a write shorter than a block is buffered from the buffer's start, so noKey overwrites it.
+func (d *digester) sum(key string) [sha256.Size]byte {
+	d.h.Reset()
+	d.in = append(d.in[:0], key...)
+	d.h.Write(d.in)
+	sum := [sha256.Size]byte(d.h.Sum(d.out[:0]))
+	clear(d.in)
+	if cap(d.in) > maxKept {
+		d.in = nil // a huge bearer token must not keep its room in the pool
+	}
+	d.h.Reset()
+	d.h.Write(noKey[:])
+	return sum
+}
+
+// noKey is what sum leaves in a hash state's buffer.
+var noKey [sha256.BlockSize - 1]byte
 
 // Display returns the non-secret leading characters of a key.
 func Display(key string) string {

@@ -1,9 +1,12 @@
 package apikey
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +63,34 @@ func TestSumReusesNothingOfAKey(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestSumLeavesNothingOfTheKey: a digester goes back to a pool after each sum, so neither its
+// copy of the key nor its hash state's buffer may keep any of the key. The buffer is read
+// through reflect, being unexported: if crypto/sha256 renames it, the test says so.
+func TestSumLeavesNothingOfTheKey(t *testing.T) {
+	keys := []string{Generate(), Generate()[:20], strings.Repeat("s", 63), Generate() + strings.Repeat("t", 64), strings.Repeat("u", 2000)}
+	for _, key := range keys {
+		d := &digester{h: sha256.New()}
+		want := sha256.Sum256([]byte(key))
+		if got := d.sum(key); got != want {
+			t.Fatalf("sum(%.10q) = %x, want %x", key, got, want)
+		}
+		kept := slices.Clone(d.in[:cap(d.in)])
+		x := reflect.ValueOf(d.h).Elem().FieldByName("x")
+		if x.Kind() != reflect.Array {
+			t.Fatalf("crypto/sha256's state has no buffer x (%v): read it some other way", x.Kind())
+		}
+		for i := range x.Len() {
+			kept = append(kept, byte(x.Index(i).Uint()))
+		}
+		tail := key[len(key)-len(key)%sha256.BlockSize:] // what the hash state buffers
+		for _, part := range []string{key[:min(8, len(key))], tail[max(len(tail)-8, 0):]} {
+			if len(part) == 8 && bytes.Contains(kept, []byte(part)) {
+				t.Errorf("after sum(%.10q…), the digester still holds %q of it", key, part)
+			}
+		}
+	}
 }
 
 func BenchmarkSum(b *testing.B) {
