@@ -347,9 +347,9 @@ func (c *accessCache[V]) keep(org, user string, load func() (V, error)) (*cacheE
 	return c.loadAndKeep(k, sh, o, inval, g, load)
 }
 
-// lookup returns k's entry in its shard sh if it is of its organization o's generation, as
-// the most recently used, and else drops what sh holds of k and returns the shard's
-// invalidations and the generation, for loadAndKeep.
+// lookup returns k's entry in its shard sh if it is of its organization o's generation, and
+// counts it used, and else drops what sh holds of k and returns the shard's invalidations and
+// the generation, for loadAndKeep.
 //
 // An entry is moved to the front of the LRU only when it may have left its front half: when
 // the shard has had more uses than half of what it holds since the entry was last put at the

@@ -44,8 +44,9 @@ func newIDSet(ids []string) idSet {
 		if len(id) == 0 || uint64(len(id)) > maxSetID {
 			continue
 		}
-		if i, found := s.find(id); !found {
-			s.slots[i] = idSlot{data: unsafe.StringData(id), n: uint32(len(id)), tag: uint32(maphash.String(idSeed, id) >> 32)}
+		h := maphash.String(idSeed, id)
+		if i, found := s.find(id, h); !found {
+			s.slots[i] = idSlot{data: unsafe.StringData(id), n: uint32(len(id)), tag: uint32(h >> 32)}
 		}
 	}
 	return s
@@ -53,14 +54,14 @@ func newIDSet(ids []string) idSet {
 
 // has reports whether id is in the set.
 func (s idSet) has(id string) bool {
-	_, found := s.find(id)
+	_, found := s.find(id, maphash.String(idSeed, id))
 	return found
 }
 
-// find returns the slot of id, and whether id is there; if not, the empty slot where it would
-// go. The first slot probed is the hash scaled to the table (its high half of hash × slots).
-func (s idSet) find(id string) (int, bool) {
-	h := maphash.String(idSeed, id)
+// find returns the slot of id, whose hash is h, and whether id is there; if not, the empty
+// slot where it would go. The first slot probed is the hash scaled to the table (the high half
+// of h × slots).
+func (s idSet) find(id string, h uint64) (int, bool) {
 	tag := uint32(h >> 32)
 	i, _ := bits.Mul64(h, uint64(len(s.slots)))
 	for {
