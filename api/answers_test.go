@@ -8,10 +8,10 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// TestAppendUserResourcesWritesWhatTheMapDid holds remove_from_user's hand-written answer to
+// TestUserResourcesJSONWritesWhatTheMapDid holds remove_from_user's hand-written answer to
 // what encoding/json wrote of the gin.H map it replaced, for lists of every length to three and
 // for ids and names that need escaping.
-func TestAppendUserResourcesWritesWhatTheMapDid(t *testing.T) {
+func TestUserResourcesJSONWritesWhatTheMapDid(t *testing.T) {
 	refs := []resourceRef{
 		{ID: "5f0c6a52-1c1b-4a6e-9a7e-3b1f2f0e9d11", Name: "gpt-4o"},
 		{ID: "0b6e…", Name: `a "quoted" <name> & \ more`},
@@ -25,18 +25,15 @@ func TestAppendUserResourcesWritesWhatTheMapDid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := appendUserResources(nil, user, list); string(got) != string(want) {
-				t.Errorf("appendUserResources(%q, %d refs) =\n%s\nwant\n%s", user, n, got, want)
-			}
-			if got := appendUserResources([]byte("x"), user, list); string(got) != "x"+string(want) {
-				t.Errorf("appendUserResources after x = %s, want x%s", got, want)
+			if got := userResourcesJSON(user, list); string(got) != string(want) {
+				t.Errorf("userResourcesJSON(%q, %d refs) =\n%s\nwant\n%s", user, n, got, want)
 			}
 		}
 	}
 }
 
 // BenchmarkUserResourcesAnswer compares remove_from_user's answer for a user of 50 resources,
-// written by appendUserResources and by encoding/json from a gin.H map, as it was.
+// written by userResourcesJSON and by encoding/json from a gin.H map, as it was.
 func BenchmarkUserResourcesAnswer(b *testing.B) {
 	refs := make([]resourceRef, 50)
 	for i := range refs {
@@ -45,7 +42,7 @@ func BenchmarkUserResourcesAnswer(b *testing.B) {
 	b.Run("append", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			appendUserResources(nil, "holds-50", refs)
+			userResourcesJSON("holds-50", refs)
 		}
 	})
 	b.Run("encoding/json", func(b *testing.B) {

@@ -166,7 +166,7 @@ func (s *Server) removeFromUser(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	c.Data(http.StatusOK, jsonContentType, appendUserResources(nil, req.UserID, refs))
+	c.Data(http.StatusOK, jsonContentType, userResourcesJSON(req.UserID, refs))
 }
 
 // userAnswer is add_to_user's answer. It was a gin.H map: the same bytes, encoded in a
@@ -175,19 +175,17 @@ type userAnswer struct {
 	UserID string `json:"user_id"`
 }
 
-// appendUserResources appends remove_from_user's answer, {"resources":[{"id":…,"name":…},…],
+// userResourcesJSON is remove_from_user's answer, {"resources":[{"id":…,"name":…},…],
 // "user_id":…}, byte for byte as encoding/json wrote it from a gin.H map (keys sorted), in
 // less than half the time: BenchmarkUserResourcesAnswer, 7.1 against 15.6 µs and one
-// allocation against nine for 50 resources. buf may be nil. refs is written as a list even
-// when nil, as resourceList's lists, never nil, always were.
-func appendUserResources(buf []byte, userID string, refs []resourceRef) []byte {
-	if buf == nil {
-		n := len(`{"resources":[],"user_id":""}`) + len(userID)
-		for _, r := range refs {
-			n += len(`{"id":"","name":""},`) + len(r.ID) + len(r.Name)
-		}
-		buf = make([]byte, 0, n+n/8) // room for a few escapes
+// allocation against nine for 50 resources. refs is written as a list even when nil, as
+// resourceList's lists, never nil, always were.
+func userResourcesJSON(userID string, refs []resourceRef) []byte {
+	n := len(`{"resources":[],"user_id":""}`) + len(userID)
+	for _, r := range refs {
+		n += len(`{"id":"","name":""},`) + len(r.ID) + len(r.Name)
 	}
+	buf := make([]byte, 0, n+n/8) // room for a few escapes
 	buf = append(buf, `{"resources":[`...)
 	for i, r := range refs {
 		if i > 0 {
