@@ -93,8 +93,11 @@ func (g *EntryIDs) New(t time.Time) string {
 // IDTimePrefix is how every id of a record of time t begins. Ids of earlier times sort before
 // it, and ids of t and later after it, so stores use it as the bound of a time range.
 func IDTimePrefix(t time.Time) string {
-	return string(appendIDTimePrefix(make([]byte, 0, 13), t))
+	return string(appendIDTimePrefix(make([]byte, 0, idTimePrefixLen), t))
 }
+
+// idTimePrefixLen is the length of every IDTimePrefix: twelve hexadecimal digits and a dash.
+const idTimePrefixLen = 13
 
 // appendIDTimePrefix appends IDTimePrefix(t).
 func appendIDTimePrefix(b []byte, t time.Time) []byte {
@@ -114,8 +117,8 @@ func appendHex12(b []byte, n uint64) []byte {
 func CheckID(id string, t time.Time) error {
 	// The prefix is made on the stack: stores check every decision's id as it is written, and
 	// IDTimePrefix's string was one allocation per check of a loaded server.
-	var prefix [13]byte
-	if len(id) != 34 || id[:len(prefix)] != string(appendIDTimePrefix(prefix[:0], t)) {
+	var prefix [idTimePrefixLen]byte
+	if len(id) != 34 || id[:idTimePrefixLen] != string(appendIDTimePrefix(prefix[:0], t)) {
 		return fmt.Errorf("id %q: %w", id, ErrInvalidID)
 	}
 	return nil
