@@ -1,6 +1,6 @@
 // Package jsonstr writes strings as JSON string literals, byte for byte as encoding/json or
-// slog.JSONHandler writes them, without reflection or allocation: for the lines and answers
-// Grantry writes on every request, where encoding/json's reflection was most of their cost.
+// slog.JSONHandler writes them, without reflection or allocation: for the access line Grantry
+// writes on every request (internal/jsonlog) and the answers it writes by hand.
 package jsonstr
 
 import "unicode/utf8"
