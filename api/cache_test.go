@@ -192,6 +192,34 @@ func TestAccessCacheAdmitsFromTheThirdLoad(t *testing.T) {
 	}
 }
 
+// An entry made for one request and kept nowhere remembers no decision: no later request
+// finds it, so the memo would be made for nothing. A kept entry remembers.
+func TestAccessCacheEntryKeptNowhereRemembersNothing(t *testing.T) {
+	q := newQuestion(maphash.MakeSeed(), false, []string{"r"})
+	load := func() (int, error) { return 1, nil }
+	var off *accessCache[int]
+	c := newAccessCache[int](1000)
+	for _, tc := range []struct {
+		name string
+		use  func() *cacheEntry[int]
+		kept bool
+	}{
+		{"no cache", func() *cacheEntry[int] { e, _ := off.user("o", "u", load, nil); return e }, false},
+		{"first load", func() *cacheEntry[int] { e, _ := c.user("o", "u", load, nil); return e }, false},
+		{"second load", func() *cacheEntry[int] { e, _ := c.user("o", "u", load, nil); return e }, false},
+		{"third load, kept", func() *cacheEntry[int] { e, _ := c.user("o", "u", load, nil); return e }, true},
+	} {
+		e := tc.use()
+		e.remember(q, "rev", time.Time{}, true)
+		if _, ok := e.decision(q, "rev", time.Time{}); ok != tc.kept {
+			t.Errorf("%s: the entry remembered the decision: %v, want %v", tc.name, ok, tc.kept)
+		}
+	}
+	if n := c.len(); n != 1 {
+		t.Errorf("the cache holds %d users, want the one loaded three times", n)
+	}
+}
+
 func TestAccessCacheOff(t *testing.T) {
 	var c *accessCache[int]
 	loads := 0
