@@ -43,7 +43,7 @@ func TestAskedUserDecidesAsTheWhole(t *testing.T) {
 			whole, err := s.loadUser(ctx, org, user)()
 			must(err)
 			for _, ids := range questions {
-				asked, err := s.askedUser(ctx, org, user, ids)
+				asked, err := s.askedUser(ctx, org, user, s.questionResources(ctx, org, ids))
 				must(err)
 				if whole == nil {
 					if asked != nil && len(asked.Grants)+len(asked.Groups) > 0 {
@@ -102,7 +102,7 @@ func TestUsersShareResourceIDs(t *testing.T) {
 	s := New(Config{Store: store, Decider: engine, Now: func() time.Time { return now }})
 	whole, err := s.loadUser(ctx, org, "ada")()
 	must(err)
-	asked, err := s.askedUser(ctx, org, "ada", []string{id(0), id(3)})
+	asked, err := s.askedUser(ctx, org, "ada", s.questionResources(ctx, org, []string{id(0), id(3)}))
 	must(err)
 	for name, u := range map[string]*policy.User{"whole": whole, "asked about 0 and 3": asked} {
 		keys := slices.Collect(maps.Keys(u.Grants))

@@ -97,12 +97,13 @@ func (s *Server) canUserAccessAll(c *gin.Context) {
 func (s *Server) check(c *gin.Context, start time.Time, endpoint, userID string, ids []string, all bool) {
 	ctx, org := c.Request.Context(), orgID(c)
 	d, revision := s.pinPolicy()
-	f, err := s.userFactsAsked(ctx, org, userID, d, ids)
+	res := s.questionResources(ctx, org, ids)
+	f, err := s.userFactsAsked(ctx, org, userID, d, res)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	allowed, err := s.answer(ctx, org, d, revision, f, all, ids)
+	allowed, err := s.answer(ctx, org, d, revision, f, all, res)
 	if err != nil {
 		s.writeError(c, err)
 		return
