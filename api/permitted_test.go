@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -211,10 +212,15 @@ func TestChecksFromPermittedSet(t *testing.T) {
 	agree("another policy")
 }
 
-// countingEngine is an Engine that counts the questions it is asked.
+// countingEngine is an Engine that counts the questions it is asked, and the sets.
 type countingEngine struct {
 	*policy.Engine
-	asked atomic.Int64
+	asked, sets atomic.Int64
+}
+
+func (e *countingEngine) Permitted(ctx context.Context, in policy.Input) ([]string, error) {
+	e.sets.Add(1)
+	return e.Engine.Permitted(ctx, in)
 }
 
 func (e *countingEngine) Allow(ctx context.Context, in policy.Input) (bool, error) {
@@ -225,6 +231,64 @@ func (e *countingEngine) Allow(ctx context.Context, in policy.Input) (bool, erro
 func (e *countingEngine) AllowAll(ctx context.Context, in policy.Input) (bool, error) {
 	e.asked.Add(1)
 	return e.Engine.AllowAll(ctx, in)
+}
+
+// TestSetFromShapes: a user's set, when every resource the user holds has a shape (a grant of
+// their own that never expires), is read from the answers to those shapes, the policy asked
+// only of shapes not answered yet; otherwise it is evaluated whole. Either way it is the set
+// the policy itself permits.
+func TestSetFromShapes(t *testing.T) {
+	const org = "org-1"
+	ctx := context.Background()
+	now := adaNow
+	store, id := adaStore(t, now)
+	must := fatalOn(t)
+	e := &countingEngine{Engine: newEngine(t, policy.Embedded())}
+	s := New(Config{Store: store, Decider: e, Now: func() time.Time { return now }})
+	grants := func(expires time.Time, is ...int) map[string]policy.Grant {
+		m := map[string]policy.Grant{}
+		for _, i := range is {
+			m[id(i)] = policy.NewResource(id(i), "model", fmt.Sprint("m", i)).Grant(expires)
+		}
+		return m
+	}
+	forever := time.Time{}
+	withExpiring := grants(forever, 0, 2)
+	maps.Copy(withExpiring, grants(now.Add(time.Hour), 4))
+	for _, tc := range []struct {
+		name        string
+		u           *policy.User
+		shaped      bool
+		asked, sets int64
+	}{
+		// id(5)'s resource was removed: a shape of its own, denied.
+		{"first user", &policy.User{ID: "u1", Active: true, Grants: grants(forever, 0, 2, 5)}, true, 3, 0},
+		{"the same shapes", &policy.User{ID: "u2", Active: true, Grants: grants(forever, 0, 2, 5)}, true, 0, 0},
+		{"one more resource", &policy.User{ID: "u3", Active: true, Grants: grants(forever, 0, 1, 2)}, true, 1, 0},
+		{"inactive", &policy.User{ID: "u4", Grants: grants(forever, 0, 2)}, true, 2, 0},
+		{"a grant that expires", &policy.User{ID: "u5", Active: true, Grants: withExpiring}, false, 0, 1},
+		{"a grant through a group only", &policy.User{ID: "u6", Active: true, Grants: grants(forever, 0),
+			Groups: map[string]policy.Group{"g": {Name: "G", Grants: grants(forever, 3)}}}, false, 0, 1},
+	} {
+		asked, sets := e.asked.Load(), e.sets.Load()
+		p := s.setOf(ctx, org, e, e.Revision(), &facts{Facts: tc.u}, now)
+		if p == nil {
+			t.Fatalf("%s: no set", tc.name)
+		}
+		if got, want := e.asked.Load()-asked, tc.asked; got != want {
+			t.Errorf("%s: the policy was asked %d questions, want %d", tc.name, got, want)
+		}
+		if got, want := e.sets.Load()-sets, tc.sets; got != want {
+			t.Errorf("%s: the policy evaluated %d sets, want %d", tc.name, got, want)
+		}
+		rs, err := s.resourceFacts(ctx, org, tc.u.HeldResources())
+		must(err)
+		want, err := e.Engine.Permitted(ctx, policy.Input{User: tc.u, Resources: rs, Now: now})
+		must(err)
+		if got := setMembers(p.ids); !slices.Equal(got, want) {
+			t.Errorf("%s: set %v, the policy permits %v", tc.name, got, want)
+		}
+	}
 }
 
 // TestUnheldDeniedWithoutAsking: with the shipped policy, a new question about a user who does
@@ -314,5 +378,42 @@ func fatalOn(tb testing.TB) func(error) {
 		if err != nil {
 			tb.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSetOf measures building a user's set of 50 grants of their own: read from the
+// answers to their shapes (every grant for good), or evaluated whole by the policy (one of
+// them expires, so the user has no shape for it).
+func BenchmarkSetOf(b *testing.B) {
+	const org, n = "org-1", 50
+	ctx, now := context.Background(), adaNow
+	store := bolttest.Open(b)
+	must := fatalOn(b)
+	must(store.CreateOrg(ctx, storage.Org{ID: org, Name: "acme", CreatedAt: now}))
+	forever, expiring := map[string]policy.Grant{}, map[string]policy.Grant{}
+	for i := range n {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		must(store.CreateResource(ctx, storage.Resource{OrgID: org, ID: id, Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("m", i), CreatedAt: now}))
+		r := policy.NewResource(id, "model", fmt.Sprint("m", i))
+		forever[id], expiring[id] = r.Grant(time.Time{}), r.Grant(time.Time{})
+		if i == 0 {
+			expiring[id] = r.Grant(now.Add(time.Hour))
+		}
+	}
+	engine := newEngine(b, policy.Embedded())
+	s := New(Config{Store: store, Decider: engine, Now: func() time.Time { return now }})
+	for _, bc := range []struct {
+		name   string
+		grants map[string]policy.Grant
+	}{{"shapes", forever}, {"evaluated", expiring}} {
+		b.Run(bc.name, func(b *testing.B) {
+			u := &policy.User{ID: "ada", Active: true, Grants: bc.grants}
+			b.ReportAllocs()
+			for b.Loop() {
+				if p := s.setOf(ctx, org, engine, engine.Revision(), &facts{Facts: u}, now); p == nil || len(p.ids.slots) < n {
+					b.Fatal("no set of every grant")
+				}
+			}
+		})
 	}
 }
