@@ -372,34 +372,97 @@ type series struct {
 	mem       memory
 }
 
+// measured is a system and the targets measured on one server of it.
+type measured struct {
+	system  string
+	targets []string
+}
+
+// step is one run of the load: the run-th of target on the sys-th system's server.
+type step struct {
+	sys    int
+	target string
+	run    int
+}
+
+// interleave orders the runs of systems: each system's first target in turn, run by run (every
+// system's first run, then every one's second, and so on), then each system's other targets,
+// run after run. The speed of this shared machine drifts over minutes (the load generator's
+// own CPU per check, the same work for every server, was 24 µs in one make bench's ceiling
+// runs and 29–30 µs in its Grantry runs minutes later); runs in turn give every system its
+// share of each spell, so that the ratios of their medians compare like with like. The other
+// targets (Grantry's writes, which change its store) come after every check.
+func interleave(systems []measured, runs int) []step {
+	var steps []step
+	for run := range runs {
+		for i, m := range systems {
+			if len(m.targets) > 0 {
+				steps = append(steps, step{i, m.targets[0], run})
+			}
+		}
+	}
+	for i, m := range systems {
+		for _, target := range m.targets[min(1, len(m.targets)):] {
+			for run := range runs {
+				steps = append(steps, step{i, target, run})
+			}
+		}
+	}
+	return steps
+}
+
 // measure starts system, measures each target runs times on it, and stops it.
 func (h *harness) measure(ctx context.Context, system string, targets []string, pl placement, dir string, p params) ([]series, error) {
-	s, err := h.start(ctx, system, pl, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer s.stop()
-	var out []series
-	for _, target := range targets {
-		sr := series{system: system, target: target, placement: pl.name}
-		for run := range h.runs {
-			res, err := h.load(ctx, target, s, pl, dir, p, run)
-			if err != nil {
-				return nil, err
+	return h.measureAll(ctx, []measured{{system, targets}}, pl, dir, p)
+}
+
+// measureAll starts a server of each of systems, measures their targets runs times in the
+// order of interleave, reads each server's memory after its runs, and stops them.
+func (h *harness) measureAll(ctx context.Context, systems []measured, pl placement, dir string, p params) ([]series, error) {
+	servers := make([]*server, len(systems))
+	defer func() {
+		for _, s := range servers {
+			if s != nil {
+				s.stop()
 			}
-			fmt.Fprintf(h.progress, "  %-8s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors\n",
-				pl.name, target, run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
-				pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors)
-			sr.runs = append(sr.runs, res)
 		}
-		out = append(out, sr)
+	}()
+	for i, m := range systems {
+		fmt.Fprintf(h.progress, "%s, %s:\n", m.system, pl.name)
+		s, err := h.start(ctx, m.system, pl, dir)
+		if err != nil {
+			return nil, err
+		}
+		servers[i] = s
 	}
-	mem, err := memoryOf(s.pid())
-	if err != nil {
-		return nil, err
+	var out []series
+	index := map[[2]string]int{} // system, target → its series in out
+	for _, m := range systems {
+		for _, target := range m.targets {
+			index[[2]string{m.system, target}] = len(out)
+			out = append(out, series{system: m.system, target: target, placement: pl.name})
+		}
 	}
-	for i := range out {
-		out[i].mem = mem
+	for _, st := range interleave(systems, h.runs) {
+		m := systems[st.sys]
+		res, err := h.load(ctx, st.target, servers[st.sys], pl, dir, p, st.run)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(h.progress, "  %-8s %-16s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors\n",
+			pl.name, m.system, st.target, st.run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
+			pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors)
+		sr := &out[index[[2]string{m.system, st.target}]]
+		sr.runs = append(sr.runs, res)
+	}
+	for i, m := range systems {
+		mem, err := memoryOf(servers[i].pid())
+		if err != nil {
+			return nil, err
+		}
+		for _, target := range m.targets {
+			out[index[[2]string{m.system, target}]].mem = mem
+		}
 	}
 	return out, nil
 }

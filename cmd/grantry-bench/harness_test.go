@@ -38,3 +38,26 @@ func TestServerEnvDropsSettingsThatChangeWhatIsMeasured(t *testing.T) {
 		t.Errorf("serverEnv = %v, want %v", got, want)
 	}
 }
+
+// TestInterleave: the systems' first targets take turns run by run, so that a drift of the
+// machine's speed falls on each alike, and the other targets (writes) follow every check.
+func TestInterleave(t *testing.T) {
+	systems := []measured{
+		{systemCeiling, []string{targetCeiling}},
+		{systemOPA, []string{targetOPA}},
+		{systemGrantry, []string{targetGrantry, targetWrites}},
+	}
+	got := interleave(systems, 3)
+	want := []step{
+		{0, targetCeiling, 0}, {1, targetOPA, 0}, {2, targetGrantry, 0},
+		{0, targetCeiling, 1}, {1, targetOPA, 1}, {2, targetGrantry, 1},
+		{0, targetCeiling, 2}, {1, targetOPA, 2}, {2, targetGrantry, 2},
+		{2, targetWrites, 0}, {2, targetWrites, 1}, {2, targetWrites, 2},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("interleave =\n%v\nwant\n%v", got, want)
+	}
+	if got := interleave(systems[2:], 2); !slices.Equal(got, []step{{0, targetGrantry, 0}, {0, targetGrantry, 1}, {0, targetWrites, 0}, {0, targetWrites, 1}}) {
+		t.Errorf("interleave of one system = %v, want its checks, then its writes", got)
+	}
+}
