@@ -187,12 +187,9 @@ func (s *Server) shapedPermitted(ctx context.Context, pd perUserDecider, revisio
 	}
 	ids = make([]string, 0, len(held))
 	for i, k := range keys {
-		allowed, known := s.shapes.get(k)
-		if !known {
-			if allowed, err = pd.Allow(ctx, asking(i)); err != nil {
-				return nil, true, err
-			}
-			s.shapes.put(k, allowed)
+		allowed, _, err := s.shapes.answer(k, func() (bool, error) { return pd.Allow(ctx, asking(i)) })
+		if err != nil {
+			return nil, true, err
 		}
 		if allowed {
 			ids = append(ids, held[i])

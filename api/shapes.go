@@ -27,6 +27,18 @@ type shapeKey struct {
 	policy.Shape
 }
 
+// answer returns the answer kept for k, with remembered true, or else asks ask and keeps what
+// it answers (an error is returned and not kept).
+func (m *shapeMemo) answer(k shapeKey, ask func() (bool, error)) (allowed, remembered bool, err error) {
+	if allowed, ok := m.get(k); ok {
+		return allowed, true, nil
+	}
+	if allowed, err = ask(); err == nil {
+		m.put(k, allowed)
+	}
+	return allowed, false, err
+}
+
 func (m *shapeMemo) get(k shapeKey) (allowed, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -54,14 +66,11 @@ func (s *Server) evaluateShaped(ctx context.Context, d Decider, revision string,
 	if !ok {
 		return s.evaluate(ctx, d, all, in)
 	}
-	k := shapeKey{revision, shape}
-	if allowed, ok := s.shapes.get(k); ok {
+	allowed, remembered, err := s.shapes.answer(shapeKey{revision, shape}, func() (bool, error) {
+		return s.evaluate(ctx, d, false, in)
+	})
+	if remembered {
 		s.fromMemory(allowed)
-		return allowed, nil
-	}
-	allowed, err := s.evaluate(ctx, d, false, in)
-	if err == nil {
-		s.shapes.put(k, allowed)
 	}
 	return allowed, err
 }
