@@ -228,12 +228,12 @@ func (s *Server) newPolicyUser(ctx context.Context, orgID, userID string, active
 }
 
 // answer decides, with policy d of revision, whether the organization's user whose cached facts
-// are f may use the resources res asks about (with all, every one of them). The set of
+// are f may use the resources res asks about (with all, every one of them) at time now. The set of
 // resources the user may use, or a remembered decision, needs nothing but f; only a new
 // question asks the policy: about every resource the user holds once that pays
 // (buildPermitted), or else about res's, reading them (decideNew).
-func (s *Server) answer(ctx context.Context, orgID string, d Decider, revision string, f *facts, all bool, res *questionResources) (bool, error) {
-	ids, now := res.ids, s.now()
+func (s *Server) answer(ctx context.Context, orgID string, d Decider, revision string, f *facts, all bool, res *questionResources, now time.Time) (bool, error) {
+	ids := res.ids
 	if p := f.permitted.Load(); p != nil && p.holds(revision, now) {
 		s.memoHits.Add(1)
 		return s.fromSet(p, all, ids), nil

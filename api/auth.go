@@ -27,7 +27,8 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.writeError(c, errNotAuthenticated)
 		return
 	}
-	key, err := s.keys.lookup(c.Request.Context(), apikey.Sum(token))
+	r := requestOf(c)
+	key, err := s.keys.lookup(c.Request.Context(), apikey.Sum(token), s.nowAt(r.start))
 	if errors.Is(err, storage.ErrNotFound) {
 		err = errNotAuthenticated
 	}
@@ -35,7 +36,6 @@ func (s *Server) authenticate(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	r := requestOf(c)
 	r.orgID, r.keyID, r.keyScope = key.OrgID, key.ID, key.Scope
 	r.setCaller(storage.Actor{Kind: storage.ActorAPIKey, ID: key.ID})
 	c.Next()
@@ -60,7 +60,6 @@ func (s *Server) adminOnly(c *gin.Context) {
 // read the store on every request.
 type keyCache struct {
 	store storage.OrgStore
-	now   func() time.Time
 	mu    sync.RWMutex
 	keys  map[[sha256.Size]byte]cachedKey // by the key's digest, apikey.Sum
 }
@@ -70,14 +69,13 @@ type cachedKey struct {
 	expires time.Time
 }
 
-func newKeyCache(store storage.OrgStore, now func() time.Time) *keyCache {
-	return &keyCache{store: store, now: now, keys: map[[sha256.Size]byte]cachedKey{}}
+func newKeyCache(store storage.OrgStore) *keyCache {
+	return &keyCache{store: store, keys: map[[sha256.Size]byte]cachedKey{}}
 }
 
 // lookup finds the key whose digest is sum, in the cache or the store (by its hexadecimal
-// form, apikey.Hash, which only a miss makes).
-func (kc *keyCache) lookup(ctx context.Context, sum [sha256.Size]byte) (storage.APIKey, error) {
-	now := kc.now()
+// form, apikey.Hash, which only a miss makes), at time now.
+func (kc *keyCache) lookup(ctx context.Context, sum [sha256.Size]byte, now time.Time) (storage.APIKey, error) {
 	kc.mu.RLock()
 	e, ok := kc.keys[sum]
 	kc.mu.RUnlock()

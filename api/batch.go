@@ -44,7 +44,7 @@ func (s *Server) checkBatch(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	ctx, org, now := c.Request.Context(), orgID(c), s.now()
+	ctx, org, now := c.Request.Context(), orgID(c), s.nowAt(start)
 	ids := make([]string, len(req.Checks))
 	for i, ch := range req.Checks {
 		ids[i] = canonicalID(ch.SvcID)
@@ -73,7 +73,7 @@ func (s *Server) checkBatch(c *gin.Context) {
 			in.Resources[ids[i]] = r
 		}
 		allowed := s.decideFor(ctx, d, revision, f, false, in)
-		s.logDecision(c, start, endpointCheckBatch, ch.UserID, in.ResourceIDs, allowed, revision)
+		s.logDecision(c, now, start, endpointCheckBatch, ch.UserID, in.ResourceIDs, allowed, revision)
 		results[i] = batchResult{CorrelationID: ch.CorrelationID, UserID: ch.UserID, SvcID: ch.SvcID, Allowed: allowed}
 	}
 	c.JSON(http.StatusOK, gin.H{"results": results})

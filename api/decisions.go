@@ -23,12 +23,13 @@ const (
 	endpointCheckAll = "can_user_access_all"
 )
 
-// logDecision records one answer of a check begun at start, made by policy revision.
-func (s *Server) logDecision(c *gin.Context, start time.Time, endpoint, userID string, resourceIDs []string, allowed bool, revision string) {
+// logDecision records one answer of a check whose handler started at start (time.Now), made by
+// policy revision as of now (s.nowAt(start)).
+func (s *Server) logDecision(c *gin.Context, now, start time.Time, endpoint, userID string, resourceIDs []string, allowed bool, revision string) {
 	if s.decisions == nil {
 		return
 	}
-	now := s.now().UTC().Truncate(time.Millisecond)
+	now = now.UTC().Truncate(time.Millisecond)
 	s.decisions.Record(decisionlog.Entry{
 		ID:             s.decisionIDs.New(now),
 		Time:           now,

@@ -1,15 +1,75 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/internal/decisionlog"
 )
 
 // explainReasons asks explain and returns its reasons.
 func (f *fixture) explainReasons(key, userID, svcID string) []string {
 	f.tb.Helper()
 	return decode[struct{ Reasons []string }](f.tb, f.must("POST", "/provisions/explain", key, map[string]string{"user_id": userID, "svc_id": svcID})).Reasons
+}
+
+// TestGrantsExpireOnTheSystemClock runs a server on the system clock (no Config.Now) with a
+// request timeout, as serve does. There a request reads the clock as it arrives (its deadline,
+// its key's expiry) and as its handler starts (its grants' expiries, its decision's time), and
+// nowhere else: a grant allows until its expires_at and not after, also for a user whose
+// answers are kept in memory, and each decision is dated within its request.
+func TestGrantsExpireOnTheSystemClock(t *testing.T) {
+	var (
+		dl     *decisionlog.Log
+		mu     sync.Mutex
+		logged []decisionlog.Entry
+	)
+	sink := func(_ context.Context, batch []decisionlog.Entry) error {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, batch...)
+		return nil
+	}
+	f := newFixture(t, func(c *api.Config) { c.Now = nil }, withRequestTimeout(time.Minute), withDecisionLog(&dl, decisionlog.Config{}, sink))
+	_, key := f.org("acme")
+	model := f.model(key, "gpt")
+	ada := f.user(key, "ada@acme.test")
+
+	expires := time.Now().Add(time.Second).Truncate(time.Millisecond)
+	f.must("POST", "/provisions/add_to_user", key, map[string]string{"user_id": ada, "svc_id": model, "expires_at": expires.Format(time.RFC3339Nano)})
+	type window struct{ from, to time.Time }
+	var asked []window
+	ask := func() bool {
+		from := time.Now()
+		allowed := f.check(key, ada, model)
+		asked = append(asked, window{from.Truncate(time.Millisecond), time.Now()})
+		return allowed
+	}
+	for range 4 { // enough questions for the user's answers to be kept
+		if !ask() && time.Now().Before(expires) {
+			t.Fatal("a grant that has not expired does not allow")
+		}
+	}
+	time.Sleep(time.Until(expires))
+	if ask() {
+		t.Error("a grant allows after its expires_at")
+	}
+
+	flush(t, dl)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != len(asked) {
+		t.Fatalf("%d decisions logged, want %d", len(logged), len(asked))
+	}
+	for i, d := range logged {
+		if w := asked[i]; d.Time.Before(w.from) || d.Time.After(w.to) {
+			t.Errorf("decision %d dated %v, outside its request (%v to %v)", i, d.Time, w.from, w.to)
+		}
+	}
 }
 
 // TestGrantsExpire drives the clock the server reads past the expiry of direct and group

@@ -25,7 +25,7 @@ func (s *Server) requestID(c *gin.Context) {
 	if !validRequestID(id) {
 		id = uid.NewCheap()
 	}
-	r := &requestContext{Context: c.Request.Context(), id: id}
+	r := &requestContext{Context: c.Request.Context(), id: id, start: time.Now()}
 	c.Request = c.Request.WithContext(r)
 	// As c.Header("X-Request-ID", id), without the canonical key and the value slice it would
 	// make each request: the value lives in r.
@@ -54,7 +54,7 @@ func orgID(c *gin.Context) string { return requestOf(c).orgID }
 // accessLog writes one line per request. It never logs headers or bodies, so no key, token or
 // third-party secret can reach the log.
 func (s *Server) accessLog(c *gin.Context) {
-	start := time.Now()
+	start := requestOf(c).start
 	c.Writer.Header()["Date"] = httpDate(start)
 	c.Next()
 	route := c.FullPath()

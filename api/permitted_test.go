@@ -367,7 +367,7 @@ func shippedEdited(tb testing.TB, old, new string) []policy.Module {
 // answerNow is answer with the policy of the moment, as check pins it.
 func (s *Server) answerNow(ctx context.Context, orgID string, f *facts, all bool, ids []string) (bool, string, error) {
 	d, revision := s.pinPolicy()
-	allowed, err := s.answer(ctx, orgID, d, revision, f, all, s.questionResources(ctx, orgID, ids))
+	allowed, err := s.answer(ctx, orgID, d, revision, f, all, s.questionResources(ctx, orgID, ids), s.now())
 	return allowed, revision, err
 }
 

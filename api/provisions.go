@@ -103,12 +103,13 @@ func (s *Server) check(c *gin.Context, start time.Time, endpoint, userID string,
 		s.writeError(c, err)
 		return
 	}
-	allowed, err := s.answer(ctx, org, d, revision, f, all, res)
+	now := s.nowAt(start)
+	allowed, err := s.answer(ctx, org, d, revision, f, all, res, now)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	s.logDecision(c, start, endpoint, userID, ids, allowed, revision)
+	s.logDecision(c, now, start, endpoint, userID, ids, allowed, revision)
 	answer := jsonFalse
 	if allowed {
 		answer = jsonTrue

@@ -28,6 +28,7 @@ type requestContext struct {
 	caller    storage.Actor // who makes the request's changes, for the store (setCaller)
 	hasCaller bool          // setCaller has been called
 	deadline  time.Time     // zero: none
+	start     time.Time     // when the request reached the first middleware (time.Now)
 
 	idHeader [1]string // the X-Request-Id header's value, id
 
@@ -139,7 +140,7 @@ func (s *Server) deadline(c *gin.Context) {
 		return
 	}
 	r := requestOf(c)
-	r.deadline = time.Now().Add(s.requestTimeout)
+	r.deadline = r.start.Add(s.requestTimeout)
 	defer r.cancel()
 	c.Next()
 }

