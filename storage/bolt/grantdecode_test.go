@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -29,6 +30,10 @@ func TestDecodeGrant(t *testing.T) {
 		{"unknown field", `{"org_id":"o","note":"x"}`, false, grantRecord{OrgID: "o"}},
 		{"duplicate field", `{"org_id":"o","org_id":"p"}`, false, grantRecord{OrgID: "p"}},
 		{"empty", `{}`, true, grantRecord{}},
+		{"largest times", `{"created_at":9223372036854775807,"expires_at":-9223372036854775808}`, true,
+			grantRecord{CreatedAt: math.MaxInt64, ExpiresAt: math.MinInt64}},
+		{"18 and 19 digits", `{"created_at":999999999999999999,"expires_at":-1000000000000000000}`, true,
+			grantRecord{CreatedAt: 999999999999999999, ExpiresAt: -1000000000000000000}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,6 +46,33 @@ func TestDecodeGrant(t *testing.T) {
 				t.Errorf("decodeGrant = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDecodeGrantOverflow: a time too large for an int64 is refused, as encoding/json refuses it.
+func TestDecodeGrantOverflow(t *testing.T) {
+	for _, data := range []string{`{"created_at":9223372036854775808}`, `{"expires_at":-9223372036854775809}`, `{"created_at":100000000000000000000}`} {
+		var r grantRecord
+		if fastGrant([]byte(data), &r) {
+			t.Errorf("fastGrant(%s) = %+v, true; want false", data, r)
+		}
+		if err := decodeGrant([]byte(data), &r); err == nil {
+			t.Errorf("decodeGrant(%s) = %+v, nil; want an error", data, r)
+		}
+	}
+}
+
+// TestDecodeGrantAllocatesNothing: decoding a grant as this store writes it allocates nothing,
+// so that reading a million users' grants in at start (decodeGrantExpiry), and a check of a
+// user not in memory, make no garbage a grant.
+func TestDecodeGrantAllocatesNothing(t *testing.T) {
+	data := []byte(`{"created_at":1767225600000,"expires_at":1767225900000}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if at, err := decodeGrantExpiry(data); err != nil || at != 1767225900000 {
+			t.Fatalf("decodeGrantExpiry = %d, %v", at, err)
+		}
+	}); n != 0 {
+		t.Errorf("decodeGrantExpiry allocates %v times a grant, want 0", n)
 	}
 }
 
