@@ -330,8 +330,9 @@ func (s *Server) cached() *accessCache[*policy.User] {
 // itself, unless the server was given a clock of its own (tests), which is then read. A request
 // reads the clock once as it arrives (requestContext.start) and once as its handler starts,
 // and its key's expiry, the grants' expiries and its decision's time are judged at those
-// readings instead of reading it again for each: each reading was 70 ns or more on the
-// development machine (a virtual one), about 2.5% of a check's CPU under make bench's load.
+// readings instead of reading it again for each: a reading took 74 ns in a loop on the
+// development machine (a virtual one), and the four readings this saves about 0.7 µs of a
+// check's 62 µs of CPU in a pprof of a pinned server under make bench's load.
 func (s *Server) nowAt(t time.Time) time.Time {
 	if s.realClock {
 		return t
