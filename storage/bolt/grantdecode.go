@@ -70,6 +70,9 @@ func fastGrant(data []byte, r *grantRecord) bool {
 			*str = string(v[1 : len(v)-1])
 			continue
 		}
+		if v[0] == '"' { // a string where a time belongs
+			return false
+		}
 		n, ok := parseInteger(v)
 		if !ok {
 			return false
@@ -79,12 +82,10 @@ func fastGrant(data []byte, r *grantRecord) bool {
 	return true
 }
 
-// parseInteger parses b as an int64 and reports whether b is a JSON integer (integer) that
-// fits one. Times are 13 digits, which a loop reads faster than strconv.ParseInt.
+// parseInteger parses b, a JSON integer as nextMember found it (integer), as an int64 and
+// reports whether it fits one. Times are 13 digits, which a loop reads faster than
+// strconv.ParseInt.
 func parseInteger(b []byte) (int64, bool) {
-	if !integer(b) {
-		return 0, false
-	}
 	digits := b
 	if len(digits) > 0 && digits[0] == '-' {
 		digits = digits[1:]
@@ -189,11 +190,20 @@ func userGrants(b *bbolt.Bucket, orgID, userID string) ([]grantRecord, error) {
 		if err := decodeGrant(data, &r); err != nil {
 			return r, fmt.Errorf("decode %q: %w", k, err)
 		}
-		parts, ok := splitKey(ids[:0], k[len(prefix):])
+		r.OrgID, r.UserID = orgID, userID
+		// The resource id is the rest of the key up to its last byte, the separator, unless
+		// the id holds a zero byte itself (escaped): found by one IndexByte rather than
+		// splitKey's loop over every byte.
+		rest := k[len(prefix):]
+		if i := bytes.IndexByte(rest, 0); i == len(rest)-1 {
+			r.ResourceID = string(rest[:i])
+			return r, nil
+		}
+		parts, ok := splitKey(ids[:0], rest)
 		if !ok || len(parts) != 1 {
 			return r, fmt.Errorf("decode %q: not a key of three ids", k)
 		}
-		r.OrgID, r.UserID, r.ResourceID = orgID, userID, parts[0]
+		r.ResourceID = parts[0]
 		return r, nil
 	})
 }
