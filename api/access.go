@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/grantry/grantry/policy"
@@ -31,17 +32,18 @@ func (s *Server) resourceList(ctx context.Context, orgID, userID string) ([]reso
 			ids = append(ids, g.ResourceID)
 		}
 	}
-	rs, err := s.resourceFacts(ctx, orgID, ids)
+	// Each ref is filled in where its id is; those left empty (no such resource: ids are never
+	// empty) are dropped. Without resourceFacts' map, the list of a user of 50 grants (the rest
+	// of a revoke's answer) takes 26.3–28.8 µs and 19.7 KB against 32.0–32.6 µs and 26.0 KB
+	// (BenchmarkResourceList, alternating runs).
+	refs := make([]resourceRef, len(ids))
+	err = s.cached().eachResource(orgID, ids, s.loadResources(ctx, orgID), func(i int, r policy.Resource) {
+		refs[i] = resourceRef{ID: ids[i], Name: r.Name}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("resources granted to %s: %w", userID, err)
 	}
-	refs := make([]resourceRef, 0, len(ids))
-	for _, id := range ids {
-		if r, ok := rs[id]; ok {
-			refs = append(refs, resourceRef{ID: id, Name: r.Name})
-		}
-	}
-	return refs, nil
+	return slices.DeleteFunc(refs, func(r resourceRef) bool { return r.ID == "" }), nil
 }
 
 // facts is what the policy reads of one user of an organization, cached with the decisions
@@ -153,7 +155,12 @@ func (s *Server) resident() *residentIndex {
 // resourceFacts returns what the policy reads of those of ids that exist in the organization,
 // from the cache or the store.
 func (s *Server) resourceFacts(ctx context.Context, orgID string, ids []string) (map[string]policy.Resource, error) {
-	return s.cached().resources(orgID, ids, func(ids []string) (map[string]policy.Resource, error) {
+	return s.cached().resources(orgID, ids, s.loadResources(ctx, orgID))
+}
+
+// loadResources reads what the policy reads of the organization's resources from the store.
+func (s *Server) loadResources(ctx context.Context, orgID string) resourceLoader {
+	return func(ids []string) (map[string]policy.Resource, error) {
 		rs, err := s.store.GetResources(ctx, orgID, ids)
 		if err != nil {
 			return nil, fmt.Errorf("resources asked about: %w", err)
@@ -163,7 +170,7 @@ func (s *Server) resourceFacts(ctx context.Context, orgID string, ids []string) 
 			out[r.ID] = policyResource(r)
 		}
 		return out, nil
-	})
+	}
 }
 
 // policyResource is what the policy reads of r.

@@ -248,21 +248,49 @@ func (c *accessCache[V]) gen(o *orgState) uint64 { return o.gen.Load() + c.all.L
 
 // resources returns what the policy reads of the organization's resources ids (those that do
 // not exist are left out), loading with load only the ids it does not know yet.
-func (c *accessCache[V]) resources(org string, ids []string, load func(ids []string) (map[string]policy.Resource, error)) (map[string]policy.Resource, error) {
+func (c *accessCache[V]) resources(org string, ids []string, load resourceLoader) (map[string]policy.Resource, error) {
 	if c == nil || c.max <= 0 {
 		return load(ids)
 	}
-	o := c.org(org)
 	out := make(map[string]policy.Resource, len(ids))
-	var missing []string
+	if err := c.eachResource(org, ids, load, func(i int, r policy.Resource) { out[ids[i]] = r }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// resourceLoader reads what the policy reads of the resources ids from the store; those that
+// do not exist are left out.
+type resourceLoader func(ids []string) (map[string]policy.Resource, error)
+
+// eachResource calls put with the index in ids, and what the policy reads, of each of the
+// organization's resources ids that exists, loading with load only the ids it does not know
+// yet; put runs under the cache's lock, so it must only record what it is given. It is
+// resources without the map: a caller that wants the resources in the order of ids, such as
+// a user's resource_list, builds what it needs directly.
+func (c *accessCache[V]) eachResource(org string, ids []string, load resourceLoader, put func(i int, r policy.Resource)) error {
+	if c == nil || c.max <= 0 {
+		found, err := load(ids)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if r, ok := found[id]; ok {
+				put(i, r)
+			}
+		}
+		return nil
+	}
+	o := c.org(org)
+	var missing []int // indexes in ids
 	lookup := func() {
-		for _, id := range ids {
+		for i, id := range ids {
 			cr, ok := o.resources[id]
 			switch {
 			case !ok:
-				missing = append(missing, id)
+				missing = append(missing, i)
 			case cr.exists:
-				out[id] = cr.r
+				put(i, cr.r)
 			}
 		}
 	}
@@ -284,28 +312,32 @@ func (c *accessCache[V]) resources(org string, ids []string, load func(ids []str
 		o.mu.Unlock()
 	}
 	if len(missing) == 0 {
-		return out, nil
+		return nil
 	}
-	found, err := load(missing)
+	missingIDs := make([]string, len(missing))
+	for j, i := range missing {
+		missingIDs[j] = ids[i]
+	}
+	found, err := load(missingIDs)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	keep := o.resGen == g && c.gen(o) == g
 	if keep && len(o.resources)+len(missing) > maxResources {
 		o.resources = map[string]cachedResource{}
 	}
-	for _, id := range missing {
-		r, exists := found[id]
+	for _, i := range missing {
+		r, exists := found[ids[i]]
 		if exists {
-			out[id] = r
+			put(i, r)
 		}
 		if keep {
-			o.resources[id] = cachedResource{r: r, exists: exists}
+			o.resources[ids[i]] = cachedResource{r: r, exists: exists}
 		}
 	}
-	o.mu.Unlock()
-	return out, nil
+	return nil
 }
 
 // user returns the cached entry of the organization's user, or loads its facts with load. A
