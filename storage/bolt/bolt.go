@@ -281,7 +281,7 @@ func put(b *bbolt.Bucket, k []byte, v any) error {
 
 // scan decodes every value whose key begins with prefix, in key order.
 func scan[T any](b *bbolt.Bucket, prefix []byte) ([]T, error) {
-	return scanWith(b, prefix, func(k, data []byte) (T, error) {
+	return scanWith(nil, b, prefix, func(k, data []byte) (T, error) {
 		var v T
 		if err := json.Unmarshal(data, &v); err != nil {
 			return v, fmt.Errorf("decode %q: %w", k, err)
@@ -290,9 +290,9 @@ func scan[T any](b *bbolt.Bucket, prefix []byte) ([]T, error) {
 	})
 }
 
-// scanWith is scan with decode, which is given the key too, instead of encoding/json.
-func scanWith[T any](b *bbolt.Bucket, prefix []byte, decode func(k, data []byte) (T, error)) ([]T, error) {
-	var out []T
+// scanWith is scan with decode, which is given the key too, instead of encoding/json; it
+// appends to out (nil, or room made for as many as the caller expects).
+func scanWith[T any](out []T, b *bbolt.Bucket, prefix []byte, decode func(k, data []byte) (T, error)) ([]T, error) {
 	for k, data := range under(b, prefix) {
 		v, err := decode(k, data)
 		if err != nil {
