@@ -73,7 +73,7 @@ func (s *Server) checkBatch(c *gin.Context) {
 			in.Resources[ids[i]] = r
 		}
 		allowed := s.decideFor(ctx, d, revision, f, false, in)
-		s.logDecision(c, now, start, endpointCheckBatch, ch.UserID, in.ResourceIDs, allowed, revision)
+		s.logDecision(c, start, endpointCheckBatch, ch.UserID, in.ResourceIDs, allowed, revision)
 		results[i] = batchResult{CorrelationID: ch.CorrelationID, UserID: ch.UserID, SvcID: ch.SvcID, Allowed: allowed}
 	}
 	c.JSON(http.StatusOK, gin.H{"results": results})

@@ -23,13 +23,13 @@ const (
 	endpointCheckAll = "can_user_access_all"
 )
 
-// logDecision records one answer of a check whose handler started at start (time.Now), made by
-// policy revision as of now (s.nowAt(start)).
-func (s *Server) logDecision(c *gin.Context, now, start time.Time, endpoint, userID string, resourceIDs []string, allowed bool, revision string) {
+// logDecision records one answer, made by policy revision, of a check whose handler started at
+// start (time.Now); the decision is dated then (s.nowAt), as the check judged its grants.
+func (s *Server) logDecision(c *gin.Context, start time.Time, endpoint, userID string, resourceIDs []string, allowed bool, revision string) {
 	if s.decisions == nil {
 		return
 	}
-	now = now.UTC().Truncate(time.Millisecond)
+	now := s.nowAt(start).UTC().Truncate(time.Millisecond)
 	s.decisions.Record(decisionlog.Entry{
 		ID:             s.decisionIDs.New(now),
 		Time:           now,

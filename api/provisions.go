@@ -103,13 +103,12 @@ func (s *Server) check(c *gin.Context, start time.Time, endpoint, userID string,
 		s.writeError(c, err)
 		return
 	}
-	now := s.nowAt(start)
-	allowed, err := s.answer(ctx, org, d, revision, f, all, res, now)
+	allowed, err := s.answer(ctx, org, d, revision, f, all, res, s.nowAt(start))
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	s.logDecision(c, now, start, endpoint, userID, ids, allowed, revision)
+	s.logDecision(c, start, endpoint, userID, ids, allowed, revision)
 	answer := jsonFalse
 	if allowed {
 		answer = jsonTrue
