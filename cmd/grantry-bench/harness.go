@@ -387,11 +387,10 @@ type step struct {
 
 // interleave orders the runs of systems: each system's first target in turn, run by run (every
 // system's first run, then every one's second, and so on), then each system's other targets,
-// run after run. The speed of this shared machine drifts over minutes (the load generator's
-// own CPU per check, the same work for every server, was 24 µs in one make bench's ceiling
-// runs and 29–30 µs in its Grantry runs minutes later); runs in turn give every system its
-// share of each spell, so that the ratios of their medians compare like with like. The other
-// targets (Grantry's writes, which change its store) come after every check.
+// run after run. The speed of this shared machine drifts over minutes (the ceiling took
+// 40.0–42.4 µs a check in one round's runs, 40.1–43.7 µs in the next's); runs in turn give
+// every system its share of each spell, so that the ratios of their medians compare like with
+// like. The other targets (Grantry's writes, which change its store) come after every check.
 func interleave(systems []measured, runs int) []step {
 	var steps []step
 	for run := range runs {
