@@ -94,18 +94,18 @@ func (s *Store) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, 
 	return s.SetGrantRecorded(ctx, g, nil)
 }
 
-// SetGrantRecorded is SetGrant, and appends to the audit trail, in the same transaction, the
-// events that record makes of the grant as it was: the change and its events are committed
-// together, or neither is. record may be called more than once, and must return events with
-// ids from storage.EntryIDs; a nil record appends nothing.
+// SetGrantRecorded is SetGrant, and journals with the change the events that record makes of
+// the grant as it was: the change and its events are applied together, or neither is (see
+// journal.go). record is called once, and must return events with ids from storage.EntryIDs;
+// a nil record records nothing.
 func (s *Store) SetGrantRecorded(ctx context.Context, g storage.Grant, record func(prev *storage.Grant) []storage.Event) (*storage.Grant, error) {
 	var prev *storage.Grant
-	err := s.batch(ctx, func(tx *bbolt.Tx) error {
-		var err error
-		if prev, err = setGrant(tx, g); err != nil {
-			return err
+	err := s.journalChange(ctx, func(tx *bbolt.Tx) (rec journalRecord, err error) {
+		if prev, rec, err = s.decideGrant(tx, g); err != nil {
+			return rec, err
 		}
-		return recordIn(tx, record, prev)
+		rec.Events, err = recordEvents(record, prev)
+		return rec, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
@@ -113,36 +113,70 @@ func (s *Store) SetGrantRecorded(ctx context.Context, g storage.Grant, record fu
 	return prev, nil
 }
 
-func setGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant, err error) {
+// decideGrant reads in tx, and over it the journal's pending changes, what setting g changes:
+// the grant as it was (nil when new), and the record of the change (Changed false if g changes
+// nothing).
+func (s *Store) decideGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant, rec journalRecord, err error) {
 	if tx.Bucket(bucketUsers).Get(key(g.OrgID, g.UserID)) == nil {
-		return nil, storage.ErrUserNotFound
+		return nil, rec, storage.ErrUserNotFound
 	}
 	if tx.Bucket(bucketResources).Get(key(g.OrgID, g.ResourceID)) == nil {
-		return nil, storage.ErrResourceNotFound
+		return nil, rec, storage.ErrResourceNotFound
 	}
-	grants, k := tx.Bucket(bucketGrants), key(g.OrgID, g.UserID, g.ResourceID)
-	rec, ok, err := getGrant(grants, k)
+	cur, ok, err := s.currentGrant(tx, g.OrgID, g.UserID, g.ResourceID)
 	if err != nil {
-		return nil, err
+		return nil, rec, err
 	}
-	expires := expiryMillis(g.ExpiresAt)
+	rec = journalRecord{OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, Changed: true, Held: true,
+		CreatedAt: millis(g.CreatedAt), ExpiresAt: expiryMillis(g.ExpiresAt)}
 	if ok {
-		was := rec.grant()
+		was := cur.grant()
 		prev = &was
-		if rec.ExpiresAt == expires {
-			return prev, nil
-		}
-		rec.ExpiresAt = expires
-	} else {
-		rec = grantRecord{OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, CreatedAt: millis(g.CreatedAt), ExpiresAt: expires}
-		if err := tx.Bucket(bucketGrantsByResource).Put(key(g.OrgID, g.ResourceID, g.UserID), []byte(g.UserID)); err != nil {
-			return nil, err
+		rec.CreatedAt = cur.CreatedAt
+		rec.Changed = cur.ExpiresAt != rec.ExpiresAt
+	}
+	return prev, rec, nil
+}
+
+// currentGrant reads the user's grant of the resource as the journal's pending changes leave
+// it over tx.
+func (s *Store) currentGrant(tx *bbolt.Tx, orgID, userID, resourceID string) (grantRecord, bool, error) {
+	if p, ok := s.journal.pendingGrantOf(orgID, userID, resourceID); ok {
+		return p.rec, p.held, nil
+	}
+	return getGrant(tx.Bucket(bucketGrants), key(orgID, userID, resourceID))
+}
+
+// journalChange journals the change that decide reads in a read transaction over the journal's
+// pending changes, and returns once it is durable; decide's error, if any, is returned and
+// nothing is journaled. A record that changes no grant and carries no events is not journaled.
+func (s *Store) journalChange(ctx context.Context, decide func(*bbolt.Tx) (journalRecord, error)) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	j := s.journal
+	if j.nPending.Load() >= pendingMax {
+		if err := j.settle(); err != nil {
+			return unavailable(err)
 		}
 	}
-	if err := indexExpiry(tx, expiryRef{Kind: expiryUser, OrgID: g.OrgID, Holder: g.UserID, ResourceID: g.ResourceID, ExpiresAt: expires}); err != nil {
-		return nil, err
+	j.op.Lock()
+	var rec journalRecord
+	err := unavailable(s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		rec, err = decide(tx)
+		return err
+	}))
+	if err != nil || (!rec.Changed && len(rec.Events) == 0) {
+		j.op.Unlock()
+		return err
 	}
-	return prev, put(grants, k, grantValue(rec.CreatedAt, rec.ExpiresAt))
+	wait, err := j.appendRecord(rec)
+	j.op.Unlock()
+	if err != nil {
+		return err
+	}
+	return wait()
 }
 
 // ResourceGrants returns the resource's grants, ordered by UserID: the order of the
@@ -334,9 +368,14 @@ func appendGroupGrantsInOrder(out []storage.GroupGrant, recs []groupGrantRecord)
 // UserFacts reads the user, their grants, groups and the groups' grants in one transaction,
 // so that a decision is never made from parts read on either side of a write: a user's
 // membership and a group's grant, say, that were never both true.
+//
+// The user's grants are read with the journal's pending changes over them, as UserGrants reads
+// them, rather than after applying the journal: the first check of a user after a grant would
+// otherwise wait for it.
 func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error) {
 	var f storage.Facts
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
+	pending := s.journal.pendingOf(orgID, userID)
+	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		u, err := getUser(tx, orgID, userID)
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil
@@ -349,7 +388,7 @@ func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Fa
 		if err != nil {
 			return err
 		}
-		f.Grants = userGrantsInOrder(recs)
+		f.Grants = userGrantsInOrder(overPending(recs, pending))
 		if f.Groups, err = userGroups(tx, orgID, userID); err != nil || len(f.Groups) == 0 {
 			return err
 		}
@@ -368,10 +407,18 @@ func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Fa
 // The check path calls it for a user not in memory and not about to be kept: a user of a
 // million-user organization is read from disk for nearly each question, and the point reads
 // cost less than reading every grant.
+//
+// Like UserFacts, it reads the journal's pending changes of the user's grants over the data file.
 func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (storage.Asked, error) {
 	ids := slices.Compact(slices.Sorted(slices.Values(resourceIDs)))
 	var a storage.Asked
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
+	pending := s.journal.pendingOf(orgID, userID)
+	for id := range pending {
+		if _, asked := slices.BinarySearch(ids, id); !asked {
+			delete(pending, id) // pendingOf's map is a copy
+		}
+	}
+	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		held := make([]bool, len(ids))
 		var grants []grantRecord
 		err := eachAsked(tx.Bucket(bucketGrants), orgID, userID, ids, func(i int, k, v []byte) error {
@@ -385,6 +432,14 @@ func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceI
 		})
 		if err != nil {
 			return err
+		}
+		if len(pending) > 0 {
+			grants = overPending(grants, pending)
+			clear(held)
+			for _, g := range grants {
+				i, _ := slices.BinarySearch(ids, g.ResourceID)
+				held[i] = true
+			}
 		}
 		a.Grants = userGrantsInOrder(grants)
 		if a.Groups, err = userGroups(tx, orgID, userID); err != nil {

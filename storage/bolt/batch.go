@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 
 	bbolt "go.etcd.io/bbolt"
@@ -21,14 +22,16 @@ const maxBatch = 1000
 // grow exactly as commits fall behind.
 type batcher struct {
 	db      *bbolt.DB
+	journal *journal // applied before each batch, whose commit holds its changes back
 	mu      sync.Mutex
 	queue   []batchCall
 	running bool // a goroutine is committing the queue
 }
 
 type batchCall struct {
-	fn   func(*bbolt.Tx) error
-	done chan error
+	fn    func(*bbolt.Tx) error
+	apart bool // fn writes nothing the journal writes or reads: it need not be applied first
+	done  chan error
 }
 
 // errTrySolo tells a caller that its fn failed in a batch, which then went on without it: the
@@ -36,9 +39,10 @@ type batchCall struct {
 var errTrySolo = errors.New("batch call failed; run it alone")
 
 // do runs fn in a write transaction shared with other callers and returns when that has been
-// committed. fn may run more than once, so it must have no effect outside tx.
-func (b *batcher) do(fn func(*bbolt.Tx) error) error {
-	c := batchCall{fn: fn, done: make(chan error, 1)}
+// committed. fn may run more than once, so it must have no effect outside tx. Unless apart,
+// the journal is applied first, and its changes held back until the commit.
+func (b *batcher) do(fn func(*bbolt.Tx) error, apart bool) error {
+	c := batchCall{fn: fn, apart: apart, done: make(chan error, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	if !b.running {
@@ -48,6 +52,13 @@ func (b *batcher) do(fn func(*bbolt.Tx) error) error {
 	b.mu.Unlock()
 	if err := <-c.done; !errors.Is(err, errTrySolo) {
 		return err
+	}
+	if !apart {
+		done, err := b.journal.exclusive()
+		if err != nil {
+			return err
+		}
+		defer done()
 	}
 	return b.db.Update(fn)
 }
@@ -79,6 +90,16 @@ func (b *batcher) commitQueue() {
 // commit runs calls in one transaction. A call that fails is taken out and told to run alone,
 // and the transaction is tried again without it, as db.Batch does.
 func (b *batcher) commit(calls []batchCall) {
+	if !allApart(calls) {
+		done, err := b.journal.exclusive()
+		if err != nil {
+			for _, c := range calls {
+				c.done <- err
+			}
+			return
+		}
+		defer done()
+	}
 	for len(calls) > 0 {
 		failed := -1
 		err := b.db.Update(func(tx *bbolt.Tx) error {
@@ -99,6 +120,10 @@ func (b *batcher) commit(calls []batchCall) {
 		calls[failed].done <- errTrySolo
 		calls = append(calls[:failed], calls[failed+1:]...)
 	}
+}
+
+func allApart(calls []batchCall) bool {
+	return !slices.ContainsFunc(calls, func(c batchCall) bool { return !c.apart })
 }
 
 // safelyCall turns a panic of fn into an error, so that it fails only its own call: the caller

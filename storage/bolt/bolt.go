@@ -52,7 +52,7 @@ var (
 		bucketUsers, bucketUserEmails, bucketGrants, bucketGrantsByResource,
 		bucketEvents, bucketEventsByUser, bucketEventsBySvc, bucketDecisions,
 		bucketSCIMTokens, bucketUserExternalIDs, bucketGroups, bucketGroupNames, bucketGroupsByMember, bucketGroupIDs,
-		bucketGroupGrants, bucketGroupGrantsByResource, bucketGrantExpiries,
+		bucketGroupGrants, bucketGroupGrantsByResource, bucketGrantExpiries, bucketJournal,
 	}
 )
 
@@ -64,8 +64,9 @@ const lockTimeout = time.Second
 // Store is the embedded store. It implements storage.Store; its methods are safe for concurrent
 // use.
 type Store struct {
-	db     *bbolt.DB
-	writes *batcher
+	db      *bbolt.DB
+	writes  *batcher
+	journal *journal // grants and revokes, acknowledged before they are written into db
 }
 
 // Option changes how Open opens the data file.
@@ -122,12 +123,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
-	return &Store{db: db, writes: &batcher{db: db}}, nil
+	j, err := openJournal(db, path+"-journal", options.NoSync)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
+	}
+	return &Store{db: db, writes: &batcher{db: db, journal: j}, journal: j}, nil
 }
 
-// Close closes the data file, waiting for transactions under way.
+// Close applies the journal and closes it and the data file, waiting for transactions under
+// way.
 func (s *Store) Close(ctx context.Context) error {
-	if err := s.db.Close(); err != nil {
+	jerr := s.journal.close()
+	if err := errors.Join(jerr, s.db.Close()); err != nil {
 		return fmt.Errorf("close %s: %w", s.db.Path(), err)
 	}
 	return nil
@@ -145,7 +152,22 @@ func (s *Store) Ping(ctx context.Context) error {
 // bbolt cannot abandon a transaction midway, so ctx is honoured when the call starts; calls on
 // a local file are short enough that this is where a deadline matters. Errors of the database
 // itself (a closed store) are reported as storage.ErrUnavailable.
+//
+// Both apply the journal first, and update holds its changes back until it has committed
+// (journal.go).
 func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	if err := s.journal.settle(); err != nil {
+		return unavailable(err)
+	}
+	return unavailable(s.db.View(fn))
+}
+
+// viewData is view without applying the journal: for a read of buckets the journal does not
+// write, or one that reads the journal's pending changes over the data file itself.
+func (s *Store) viewData(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
@@ -156,6 +178,11 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
+	done, err := s.journal.exclusive()
+	if err != nil {
+		return unavailable(err)
+	}
+	defer done()
 	return unavailable(s.db.Update(fn))
 }
 
@@ -165,7 +192,16 @@ func (s *Store) batch(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	return unavailable(s.writes.do(fn))
+	return unavailable(s.writes.do(fn, false))
+}
+
+// batchApart is batch for a write of buckets the journal neither writes nor reads (the decision
+// log's): it does not wait for the journal to be applied, nor hold its changes back.
+func (s *Store) batchApart(ctx context.Context, fn func(*bbolt.Tx) error) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return unavailable(s.writes.do(fn, true))
 }
 
 // ctxErr says that a done context makes the store unavailable to this call, keeping the

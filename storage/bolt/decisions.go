@@ -87,7 +87,7 @@ func (s *Store) InsertDecisions(ctx context.Context, decisions []storage.Decisio
 		}
 	}
 	byOrg := decisionsByOrg(decisions)
-	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+	err := s.batchApart(ctx, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketDecisions)
 		for _, g := range byOrg {
 			if err := insertDecisions(b, g.org, g.entries); err != nil {

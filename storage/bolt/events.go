@@ -67,45 +67,56 @@ func checkEventIDs(events []storage.Event) error {
 
 // appendEvents is AppendEvents within tx, for events whose ids have been checked.
 func appendEvents(tx *bbolt.Tx, events []storage.Event) error {
-	primary := tx.Bucket(bucketEvents)
 	for _, e := range events {
-		k := key(e.OrgID, e.ID)
-		if primary.Get(k) != nil {
-			continue
-		}
-		err := put(primary, k, eventRecord{
-			ID: e.ID, OrgID: e.OrgID, Time: millis(e.Time), RequestID: e.RequestID,
-			ActorKind: e.Actor.Kind, ActorID: e.Actor.ID,
-			Action: e.Action, TargetKind: e.TargetKind, TargetID: e.TargetID,
-			UserID: e.UserID, SvcID: e.SvcID, Before: e.Before, After: e.After,
-		})
-		if err != nil {
-			return err
-		}
-		if err := putIndex(tx.Bucket(bucketEventsByUser), e.OrgID, e.UserID, e.ID); err != nil {
-			return err
-		}
-		if err := putIndex(tx.Bucket(bucketEventsBySvc), e.OrgID, e.SvcID, e.ID); err != nil {
+		if err := appendEventRecord(tx, eventRecordOf(e)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// recordIn appends, within tx, the events that record makes; a nil record makes none. The
-// events commit or fail with the change that tx holds.
-func recordIn[T any](tx *bbolt.Tx, record func(T) []storage.Event, v T) error {
-	if record == nil {
+// eventRecordOf is what is stored of e.
+func eventRecordOf(e storage.Event) eventRecord {
+	return eventRecord{
+		ID: e.ID, OrgID: e.OrgID, Time: millis(e.Time), RequestID: e.RequestID,
+		ActorKind: e.Actor.Kind, ActorID: e.Actor.ID,
+		Action: e.Action, TargetKind: e.TargetKind, TargetID: e.TargetID,
+		UserID: e.UserID, SvcID: e.SvcID, Before: e.Before, After: e.After,
+	}
+}
+
+// appendEventRecord stores r and its index entries within tx, unless an event of its id is
+// stored already.
+func appendEventRecord(tx *bbolt.Tx, r eventRecord) error {
+	primary := tx.Bucket(bucketEvents)
+	k := key(r.OrgID, r.ID)
+	if primary.Get(k) != nil {
 		return nil
+	}
+	if err := put(primary, k, r); err != nil {
+		return err
+	}
+	if err := putIndex(tx.Bucket(bucketEventsByUser), r.OrgID, r.UserID, r.ID); err != nil {
+		return err
+	}
+	return putIndex(tx.Bucket(bucketEventsBySvc), r.OrgID, r.SvcID, r.ID)
+}
+
+// recordEvents returns the records of the events that record makes of v; a nil record makes
+// none.
+func recordEvents[T any](record func(T) []storage.Event, v T) ([]eventRecord, error) {
+	if record == nil {
+		return nil, nil
 	}
 	events := record(v)
 	if err := checkEventIDs(events); err != nil {
-		return fmt.Errorf("record events: %w", err)
+		return nil, fmt.Errorf("record events: %w", err)
 	}
-	if err := appendEvents(tx, events); err != nil {
-		return fmt.Errorf("record events: %w", err)
+	recs := make([]eventRecord, len(events))
+	for i, e := range events {
+		recs[i] = eventRecordOf(e)
 	}
-	return nil
+	return recs, nil
 }
 
 // ListEvents returns the organization's events that match f, newest first. It walks the index

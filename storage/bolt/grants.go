@@ -85,23 +85,20 @@ func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID str
 	return s.RevokeRecorded(ctx, orgID, userID, resourceID, nil)
 }
 
-// RevokeRecorded is RevokeChanged, and appends to the audit trail, in the same transaction, the
-// events that record makes of whether a grant was removed, as SetGrantRecorded does.
+// RevokeRecorded is RevokeChanged, and journals with the change the events that record makes
+// of whether a grant was removed, as SetGrantRecorded does.
 func (s *Store) RevokeRecorded(ctx context.Context, orgID, userID, resourceID string, record func(removed bool) []storage.Event) (bool, error) {
 	var removed bool
-	err := s.batch(ctx, func(tx *bbolt.Tx) error {
+	err := s.journalChange(ctx, func(tx *bbolt.Tx) (rec journalRecord, err error) {
 		if tx.Bucket(bucketUsers).Get(key(orgID, userID)) == nil {
-			return storage.ErrUserNotFound
+			return rec, storage.ErrUserNotFound
 		}
-		grants := tx.Bucket(bucketGrants)
-		removed = grants.Get(key(orgID, userID, resourceID)) != nil
-		if err := tx.Bucket(bucketGrantsByResource).Delete(key(orgID, resourceID, userID)); err != nil {
-			return err
+		if _, removed, err = s.currentGrant(tx, orgID, userID, resourceID); err != nil {
+			return rec, err
 		}
-		if err := grants.Delete(key(orgID, userID, resourceID)); err != nil {
-			return err
-		}
-		return recordIn(tx, record, removed)
+		rec = journalRecord{OrgID: orgID, UserID: userID, ResourceID: resourceID, Changed: removed}
+		rec.Events, err = recordEvents(record, removed)
+		return rec, err
 	})
 	if err != nil {
 		return false, fmt.Errorf("revoke %s from %s: %w", resourceID, userID, err)
@@ -140,9 +137,15 @@ func deleteByResource(byResource, primary *bbolt.Bucket, orgID, resourceID strin
 
 // UserGrants returns the user's grants, ordered by CreatedAt then ResourceID. A user with no
 // grants, or no such user, yields an empty list.
+//
+// It reads the journal's pending changes of the user's grants over the data file rather than
+// applying the journal: a revoke answers with the user's grants, and would otherwise wait for
+// the apply of every change before it. The pending changes are taken before the data file is
+// read, so a change applied in between is found in both, alike.
 func (s *Store) UserGrants(ctx context.Context, orgID, userID string) ([]storage.Grant, error) {
+	pending := s.journal.pendingOf(orgID, userID)
 	var recs []grantRecord
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
+	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		var err error
 		recs, err = userGrants(tx.Bucket(bucketGrants), orgID, userID)
 		return err
@@ -150,7 +153,24 @@ func (s *Store) UserGrants(ctx context.Context, orgID, userID string) ([]storage
 	if err != nil {
 		return nil, fmt.Errorf("list grants of %s: %w", userID, err)
 	}
-	return userGrantsInOrder(recs), nil
+	return userGrantsInOrder(overPending(recs, pending)), nil
+}
+
+// overPending returns one user's grant records as the pending changes leave them.
+func overPending(recs []grantRecord, pending map[string]pendingGrant) []grantRecord {
+	if len(pending) == 0 {
+		return recs
+	}
+	recs = slices.DeleteFunc(recs, func(r grantRecord) bool {
+		_, changed := pending[r.ResourceID]
+		return changed
+	})
+	for _, p := range pending {
+		if p.held {
+			recs = append(recs, p.rec)
+		}
+	}
+	return recs
 }
 
 // userGrantsInOrder returns one user's grant records as grants, in UserGrants' order.

@@ -153,7 +153,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k storage.APIKey) error {
 // APIKeyByHash returns the key whose Hash is hash, or storage.ErrNotFound.
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (storage.APIKey, error) {
 	var k storage.APIKey
-	err := s.view(ctx, func(tx *bbolt.Tx) error {
+	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		id := tx.Bucket(bucketAPIKeyHashes).Get(key(hash))
 		if id == nil {
 			return storage.ErrNotFound

@@ -1,0 +1,519 @@
+package bolt
+
+import (
+	"bufio"
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/grantry/grantry/storage"
+)
+
+// The journal. A grant or a revoke of a user's access is acknowledged once it is written to a
+// log file beside the data file and that file is synced: a few hundred bytes written in
+// sequence, one sync for every change that arrived while the last sync was under way. It is
+// applied to the data file later, a second's changes in one transaction: a change undone before
+// it was applied (a grant, then its revoke) writes no page of grants at all, and the events of
+// a second share the pages of their indexes.
+//
+// Writing each change into the data file at once cost about nine pages of B+tree (the grant,
+// its index by resource, the event and the event's indexes by user and by resource, each a leaf
+// somewhere in a large tree, and their branches) and bbolt's two syncs: on the development
+// machine's disk, about 1,700 grants and revokes a second, and no more than 2,700 with every
+// index taken away (README, "Stores").
+//
+// What is journaled and not yet applied is also kept in memory: the changes in order, to apply,
+// and the latest pending state of each grant, which the journal's own changes and the reads of
+// one user's grants (UserGrants, UserFacts, AskedGrants) read over the data file. Every other
+// read and every other write applies the journal first (Store.view, Store.update, the
+// batcher), so it sees the data file as if each change had been written into it when it was
+// acknowledged.
+//
+// There are two files, written in turn: when the one being written passes rotateAt and every
+// record in the other has been applied, the next records go to the other, from its start, over
+// what it held. On Open, the records of both beyond the last change applied (recorded in the
+// data file, in the same transaction as the changes) are applied. A reader of a file stops at
+// the first record that is not whole (cut short by a crash: never acknowledged) and passes by
+// those already applied, which is what every record beyond the ones written since the file was
+// last started over is.
+
+var bucketJournal = []byte("journal") // "applied" → the sequence number of the last change applied, 8 bytes big-endian
+
+var appliedKey = []byte("applied")
+
+const (
+	// applyAfter is how long a change waits in the journal before it is applied, with those
+	// that arrive meanwhile.
+	applyAfter = time.Second
+	// rotateAt is the size past which the records go to the other file, once every record in
+	// it is applied.
+	rotateAt = 4 << 20
+	// recordMax bounds a record's length, read back: anything longer is not a record.
+	recordMax = 16 << 20
+	// pendingMax bounds the changes pending, and so the memory they take: a change that finds
+	// this many applies them first, and fails if that fails. Applies that keep failing (a full
+	// disk) stop the changes there, rather than let the journal grow without end.
+	pendingMax = 1 << 15
+)
+
+// journalRecord is one journaled change: a user's grant of a resource as it is after the
+// change, and the events that record it. A record that changes no grant carries only events.
+type journalRecord struct {
+	Seq        uint64        `json:"seq"`
+	OrgID      string        `json:"org_id"`
+	UserID     string        `json:"user_id"`
+	ResourceID string        `json:"resource_id"`
+	Changed    bool          `json:"changed,omitempty"` // the grant changed: it is now as Held says
+	Held       bool          `json:"held,omitempty"`    // the grant exists after the change
+	CreatedAt  int64         `json:"created_at,omitempty"`
+	ExpiresAt  int64         `json:"expires_at,omitempty"`
+	Events     []eventRecord `json:"events,omitempty"`
+}
+
+// pendingGrant is a grant's state after the latest journaled change not yet applied.
+type pendingGrant struct {
+	seq  uint64
+	held bool
+	rec  grantRecord
+}
+
+type journal struct {
+	db     *bbolt.DB
+	files  [2]*os.File
+	noSync bool
+	// applyAfter and rotateAt, which tests change.
+	delay    time.Duration
+	rotateAt int64
+
+	// op serializes the journal's changes, each decided against the data file and the changes
+	// before it, and orders them against every other write, which holds op from the moment it
+	// applies the journal until it commits: a change is never decided on a data file that a
+	// write then changes under it (a grant to a user being deleted), nor applied after a write
+	// that came later.
+	op sync.Mutex
+	// apply is held by whoever is applying the journal.
+	apply sync.Mutex
+
+	mu       sync.Mutex
+	seq      uint64                             // the last sequence number given out
+	pending  []journalRecord                    // journaled, not yet applied, in order
+	grants   map[string]map[string]pendingGrant // key(org, user) → resource id → latest pending
+	timer    *time.Timer                        // the apply that is scheduled, if any
+	closed   bool
+	nPending atomic.Int64  // len(pending), read without mu
+	applied  atomic.Uint64 // the sequence number of the last change applied
+
+	// The files' group commit: records queued while a write and sync is under way are written
+	// and synced together by the next.
+	wmu      sync.Mutex
+	queue    []byte
+	queueSeq uint64 // the last sequence number in queue
+	waiters  []chan error
+	writing  bool
+	failed   error     // a write or sync that failed: every later change fails with it
+	cur      int       // the file being written
+	off      int64     // where in it the next write goes
+	last     [2]uint64 // the last sequence number written to each file
+}
+
+// openJournal opens the journal's two files, path.0 and path.1, and applies what they hold
+// beyond the last change applied.
+func openJournal(db *bbolt.DB, path string, noSync bool) (*journal, error) {
+	j := &journal{db: db, noSync: noSync, delay: applyAfter, rotateAt: rotateAt, grants: map[string]map[string]pendingGrant{}}
+	for i := range j.files {
+		f, err := os.OpenFile(fmt.Sprintf("%s.%d", path, i), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("open journal: %w", err), j.closeFiles())
+		}
+		j.files[i] = f
+	}
+	if err := j.recover(); err != nil {
+		return nil, errors.Join(fmt.Errorf("journal %s: %w", path, err), j.closeFiles())
+	}
+	return j, nil
+}
+
+func (j *journal) closeFiles() error {
+	var errs []error
+	for _, f := range j.files {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// recover applies the records of both files beyond the last change applied. The files are
+// left as they are: the next records are written over the first from its start.
+func (j *journal) recover() error {
+	var recs []journalRecord
+	for _, f := range j.files {
+		rs, err := readJournal(bufio.NewReader(io.NewSectionReader(f, 0, 1<<62)))
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rs...)
+	}
+	slices.SortFunc(recs, func(a, b journalRecord) int { return cmp.Compare(a.Seq, b.Seq) })
+	var applied uint64
+	err := j.db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketJournal)
+		if err != nil {
+			return err
+		}
+		if v := b.Get(appliedKey); len(v) == 8 {
+			applied = binary.BigEndian.Uint64(v)
+		}
+		var todo []journalRecord
+		for _, r := range recs {
+			if r.Seq > applied && (len(todo) == 0 || r.Seq != todo[len(todo)-1].Seq) {
+				todo = append(todo, r)
+			}
+		}
+		if len(todo) == 0 {
+			return nil
+		}
+		return applyRecords(tx, todo)
+	})
+	if err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	j.seq = max(applied, lastSeq(recs))
+	j.applied.Store(j.seq)
+	return nil
+}
+
+// readJournal reads records until the end of r or the first record that is empty (the zeros
+// the file is given), cut short, or fails its checksum. A record is its length (4 bytes), the
+// CRC-32C of its JSON (4 bytes), and the JSON.
+func readJournal(r *bufio.Reader) ([]journalRecord, error) {
+	var recs []journalRecord
+	var head [8]byte
+	for {
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return recs, nil // the end, or a header cut short
+		}
+		n, sum := binary.BigEndian.Uint32(head[:4]), binary.BigEndian.Uint32(head[4:])
+		if n == 0 || n > recordMax {
+			return recs, nil
+		}
+		data := make([]byte, n)
+		if _, err := io.ReadFull(r, data); err != nil || crc32.Checksum(data, castagnoli) != sum {
+			return recs, nil
+		}
+		var rec journalRecord
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return nil, fmt.Errorf("record after sequence number %d: %w", lastSeq(recs), err)
+		}
+		recs = append(recs, rec)
+	}
+}
+
+func lastSeq(recs []journalRecord) uint64 {
+	if len(recs) == 0 {
+		return 0
+	}
+	return recs[len(recs)-1].Seq
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// appendRecord gives rec the next sequence number, keeps it as pending, and queues it to be
+// written. The caller holds op, so records are queued in the order of their numbers. It
+// returns the wait for the sync that makes rec durable.
+func (j *journal) appendRecord(rec journalRecord) (wait func() error, err error) {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return nil, errClosedJournal
+	}
+	j.seq++
+	rec.Seq = j.seq
+	data, err := json.Marshal(rec)
+	if err != nil {
+		j.seq--
+		j.mu.Unlock()
+		return nil, fmt.Errorf("encode journal record: %w", err)
+	}
+	j.pending = append(j.pending, rec)
+	j.nPending.Store(int64(len(j.pending)))
+	if rec.Changed {
+		uk := string(key(rec.OrgID, rec.UserID))
+		m := j.grants[uk]
+		if m == nil {
+			m = map[string]pendingGrant{}
+			j.grants[uk] = m
+		}
+		m[rec.ResourceID] = pendingGrant{seq: rec.Seq, held: rec.Held, rec: grantRecord{
+			OrgID: rec.OrgID, UserID: rec.UserID, ResourceID: rec.ResourceID, CreatedAt: rec.CreatedAt, ExpiresAt: rec.ExpiresAt,
+		}}
+	}
+	if j.timer == nil {
+		j.timer = time.AfterFunc(j.delay, j.applyLater)
+	}
+	j.mu.Unlock()
+
+	done := make(chan error, 1)
+	var head [8]byte
+	binary.BigEndian.PutUint32(head[:4], uint32(len(data)))
+	binary.BigEndian.PutUint32(head[4:], crc32.Checksum(data, castagnoli))
+	j.wmu.Lock()
+	if err := j.failed; err != nil {
+		j.wmu.Unlock()
+		return nil, err
+	}
+	j.queue = append(append(j.queue, head[:]...), data...)
+	j.queueSeq = rec.Seq
+	j.waiters = append(j.waiters, done)
+	if !j.writing {
+		j.writing = true
+		go j.writeQueue()
+	}
+	j.wmu.Unlock()
+	return func() error { return <-done }, nil
+}
+
+var errClosedJournal = fmt.Errorf("%w: the journal is closed", storage.ErrUnavailable)
+
+// writeQueue writes and syncs the queued records until none are left, telling each waiter.
+func (j *journal) writeQueue() {
+	var spare []byte
+	for {
+		// Let the goroutines that are ready run first, as the batcher does, so that the
+		// changes of the requests just read join this write.
+		runtime.Gosched()
+		j.wmu.Lock()
+		if len(j.waiters) == 0 {
+			j.writing = false
+			j.wmu.Unlock()
+			return
+		}
+		buf, waiters, seq := j.queue, j.waiters, j.queueSeq
+		j.queue, j.waiters = spare[:0], nil
+		if other := 1 - j.cur; j.off >= j.rotateAt && j.last[other] <= j.applied.Load() {
+			j.cur, j.off = other, 0
+		}
+		f, off := j.files[j.cur], j.off
+		j.off += int64(len(buf))
+		j.last[j.cur] = seq
+		j.wmu.Unlock()
+		err := j.write(f, buf, off)
+		if err != nil {
+			j.wmu.Lock()
+			j.failed = err
+			j.wmu.Unlock()
+		}
+		for _, w := range waiters {
+			w <- err
+		}
+		spare = buf
+	}
+}
+
+func (j *journal) write(f *os.File, buf []byte, off int64) error {
+	if _, err := f.WriteAt(buf, off); err != nil {
+		return fmt.Errorf("%w: write the journal: %w", storage.ErrUnavailable, err)
+	}
+	if j.noSync {
+		return nil
+	}
+	if err := fdatasync(f); err != nil {
+		return fmt.Errorf("%w: sync the journal: %w", storage.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// pendingOf returns the pending state of the user's grants, by resource id; nil if none.
+func (j *journal) pendingOf(orgID, userID string) map[string]pendingGrant {
+	if j.nPending.Load() == 0 {
+		return nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	m := j.grants[string(key(orgID, userID))]
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]pendingGrant, len(m))
+	for id, p := range m {
+		out[id] = p
+	}
+	return out
+}
+
+// pendingGrantOf returns the pending state of one grant; ok is false if it has none.
+func (j *journal) pendingGrantOf(orgID, userID, resourceID string) (p pendingGrant, ok bool) {
+	if j.nPending.Load() == 0 {
+		return p, false
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	p, ok = j.grants[string(key(orgID, userID))][resourceID]
+	return p, ok
+}
+
+// settle applies the journal if it holds anything, so that a read that follows sees every
+// change acknowledged before it.
+func (j *journal) settle() error {
+	if j.nPending.Load() == 0 {
+		return nil
+	}
+	return j.applyPending()
+}
+
+// exclusive applies the journal and holds every change of it back until done is called: for a
+// write that is not journaled, from before it reads until after it commits.
+func (j *journal) exclusive() (done func(), err error) {
+	j.op.Lock()
+	if err := j.settle(); err != nil {
+		j.op.Unlock()
+		return nil, err
+	}
+	return j.op.Unlock, nil
+}
+
+// applyLater is the scheduled apply.
+func (j *journal) applyLater() {
+	j.mu.Lock()
+	j.timer = nil
+	closed := j.closed
+	j.mu.Unlock()
+	if closed {
+		return
+	}
+	if err := j.applyPending(); err != nil {
+		// The changes stay pending; every read and write applies them first and reports the
+		// error while it lasts. Try again later.
+		j.mu.Lock()
+		if j.timer == nil && !j.closed {
+			j.timer = time.AfterFunc(j.delay, j.applyLater)
+		}
+		j.mu.Unlock()
+	}
+}
+
+// applyPending applies every pending change in one transaction and forgets them.
+func (j *journal) applyPending() error {
+	j.apply.Lock()
+	defer j.apply.Unlock()
+	j.mu.Lock()
+	recs := j.pending
+	j.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := j.db.Update(func(tx *bbolt.Tx) error { return applyRecords(tx, recs) }); err != nil {
+		return fmt.Errorf("%w: apply the journal: %w", storage.ErrUnavailable, err)
+	}
+	j.applied.Store(recs[len(recs)-1].Seq)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range recs {
+		if !r.Changed {
+			continue
+		}
+		uk := string(key(r.OrgID, r.UserID))
+		if m := j.grants[uk]; m != nil && m[r.ResourceID].seq == r.Seq {
+			delete(m, r.ResourceID)
+			if len(m) == 0 {
+				delete(j.grants, uk)
+			}
+		}
+	}
+	// Records appended meanwhile are after recs in pending.
+	j.pending = append(j.pending[:0:0], j.pending[len(recs):]...)
+	j.nPending.Store(int64(len(j.pending)))
+	return nil
+}
+
+// close applies what is pending and closes the files. Changes that arrive later fail.
+func (j *journal) close() error {
+	j.op.Lock()
+	defer j.op.Unlock()
+	err := j.applyPending()
+	j.mu.Lock()
+	j.closed = true
+	if j.timer != nil {
+		j.timer.Stop()
+		j.timer = nil
+	}
+	j.mu.Unlock()
+	// Wait for the writer to finish what it has: its records are applied already.
+	for {
+		j.wmu.Lock()
+		writing := j.writing
+		j.wmu.Unlock()
+		if !writing {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return errors.Join(err, j.closeFiles())
+}
+
+// applyRecords writes recs, in order, into the data file within tx, and records the last one's
+// sequence number as applied. Of several changes to one grant only the last is written, and
+// not even that if it leaves the grant as the data file has it.
+func applyRecords(tx *bbolt.Tx, recs []journalRecord) error {
+	grants, byResource := tx.Bucket(bucketGrants), tx.Bucket(bucketGrantsByResource)
+	last := make(map[string]int, len(recs)) // key(org, user, resource) → index of its last change
+	for i, r := range recs {
+		if r.Changed {
+			last[string(key(r.OrgID, r.UserID, r.ResourceID))] = i
+		}
+	}
+	for i, r := range recs {
+		for _, e := range r.Events {
+			if err := appendEventRecord(tx, e); err != nil {
+				return fmt.Errorf("record events: %w", err)
+			}
+		}
+		if !r.Changed {
+			continue
+		}
+		if r.Held {
+			ref := expiryRef{Kind: expiryUser, OrgID: r.OrgID, Holder: r.UserID, ResourceID: r.ResourceID, ExpiresAt: r.ExpiresAt}
+			if err := indexExpiry(tx, ref); err != nil {
+				return err
+			}
+		}
+		k := key(r.OrgID, r.UserID, r.ResourceID)
+		if last[string(k)] != i {
+			continue
+		}
+		had := grants.Get(k) != nil
+		switch {
+		case r.Held:
+			if !had {
+				if err := byResource.Put(key(r.OrgID, r.ResourceID, r.UserID), []byte(r.UserID)); err != nil {
+					return err
+				}
+			}
+			if err := put(grants, k, grantValue(r.CreatedAt, r.ExpiresAt)); err != nil {
+				return err
+			}
+		case had:
+			if err := byResource.Delete(key(r.OrgID, r.ResourceID, r.UserID)); err != nil {
+				return err
+			}
+			if err := grants.Delete(k); err != nil {
+				return err
+			}
+		}
+	}
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], recs[len(recs)-1].Seq)
+	return tx.Bucket(bucketJournal).Put(appliedKey, v[:])
+}

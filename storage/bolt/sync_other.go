@@ -1,0 +1,8 @@
+//go:build !linux
+
+package bolt
+
+import "os"
+
+// fdatasync writes f to the disk.
+func fdatasync(f *os.File) error { return f.Sync() }
