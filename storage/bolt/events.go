@@ -88,23 +88,32 @@ func eventRecordOf(e storage.Event) eventRecord {
 // appendEventRecord stores r and its index entries within tx, unless an event of its id is
 // stored already.
 func appendEventRecord(tx *bbolt.Tx, r eventRecord) error {
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode event %s: %w", r.ID, err)
+	}
+	return appendEventData(tx, r.OrgID, r.ID, r.UserID, r.SvcID, data)
+}
+
+// appendEventData is appendEventRecord of an event already encoded, whose ids are given.
+func appendEventData(tx *bbolt.Tx, orgID, id, userID, svcID string, data []byte) error {
 	primary := tx.Bucket(bucketEvents)
-	k := key(r.OrgID, r.ID)
+	k := key(orgID, id)
 	if primary.Get(k) != nil {
 		return nil
 	}
-	if err := put(primary, k, r); err != nil {
+	if err := primary.Put(k, data); err != nil {
 		return err
 	}
-	if err := putIndex(tx.Bucket(bucketEventsByUser), r.OrgID, r.UserID, r.ID); err != nil {
+	if err := putIndex(tx.Bucket(bucketEventsByUser), orgID, userID, id); err != nil {
 		return err
 	}
-	return putIndex(tx.Bucket(bucketEventsBySvc), r.OrgID, r.SvcID, r.ID)
+	return putIndex(tx.Bucket(bucketEventsBySvc), orgID, svcID, id)
 }
 
-// recordEvents returns the records of the events that record makes of v; a nil record makes
-// none.
-func recordEvents[T any](record func(T) []storage.Event, v T) ([]eventRecord, error) {
+// recordEvents returns the events that record makes of v, encoded as they are stored; a nil
+// record makes none.
+func recordEvents[T any](record func(T) []storage.Event, v T) ([]journalEvent, error) {
 	if record == nil {
 		return nil, nil
 	}
@@ -112,11 +121,15 @@ func recordEvents[T any](record func(T) []storage.Event, v T) ([]eventRecord, er
 	if err := checkEventIDs(events); err != nil {
 		return nil, fmt.Errorf("record events: %w", err)
 	}
-	recs := make([]eventRecord, len(events))
+	out := make([]journalEvent, len(events))
 	for i, e := range events {
-		recs[i] = eventRecordOf(e)
+		data, err := json.Marshal(eventRecordOf(e))
+		if err != nil {
+			return nil, fmt.Errorf("encode event %s: %w", e.ID, err)
+		}
+		out[i] = journalEvent{OrgID: e.OrgID, ID: e.ID, UserID: e.UserID, SvcID: e.SvcID, Data: data}
 	}
-	return recs, nil
+	return out, nil
 }
 
 // ListEvents returns the organization's events that match f, newest first. It walks the index

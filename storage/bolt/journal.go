@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -71,15 +70,97 @@ const (
 // journalRecord is one journaled change: a user's grant of a resource as it is after the
 // change, and the events that record it. A record that changes no grant carries only events.
 type journalRecord struct {
-	Seq        uint64        `json:"seq"`
-	OrgID      string        `json:"org_id"`
-	UserID     string        `json:"user_id"`
-	ResourceID string        `json:"resource_id"`
-	Changed    bool          `json:"changed,omitempty"` // the grant changed: it is now as Held says
-	Held       bool          `json:"held,omitempty"`    // the grant exists after the change
-	CreatedAt  int64         `json:"created_at,omitempty"`
-	ExpiresAt  int64         `json:"expires_at,omitempty"`
-	Events     []eventRecord `json:"events,omitempty"`
+	Seq        uint64
+	OrgID      string
+	UserID     string
+	ResourceID string
+	Changed    bool // the grant changed: it is now as Held says
+	Held       bool // the grant exists after the change
+	CreatedAt  int64
+	ExpiresAt  int64
+	Events     []journalEvent
+}
+
+// journalEvent is an event as it is stored (an eventRecord's JSON, encoded once, when the
+// change is journaled), with the ids its keys are made of.
+type journalEvent struct {
+	OrgID, ID, UserID, SvcID string
+	Data                     []byte
+}
+
+// A record is written as its sequence number (8 bytes), a flags byte (1: Changed, 2: Held),
+// CreatedAt and ExpiresAt (8 bytes each), the three ids, the number of events (a uvarint), and
+// each event's four ids and data; an id or data is its length (a uvarint) and its bytes. It
+// was JSON at first, whose encoding took 6% of a loaded server's CPU, against below 1%.
+const (
+	flagChanged = 1 << iota
+	flagHeld
+)
+
+func (r *journalRecord) appendTo(b []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, r.Seq)
+	var flags byte
+	if r.Changed {
+		flags |= flagChanged
+	}
+	if r.Held {
+		flags |= flagHeld
+	}
+	b = append(b, flags)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.CreatedAt))
+	b = binary.BigEndian.AppendUint64(b, uint64(r.ExpiresAt))
+	b = appendField(appendField(appendField(b, r.OrgID), r.UserID), r.ResourceID)
+	b = binary.AppendUvarint(b, uint64(len(r.Events)))
+	for _, e := range r.Events {
+		b = appendField(appendField(appendField(appendField(b, e.OrgID), e.ID), e.UserID), e.SvcID)
+		b = appendField(b, string(e.Data))
+	}
+	return b
+}
+
+func appendField(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+var errShortRecord = errors.New("record cut short")
+
+// decodeRecord reads a record that appendTo wrote.
+func decodeRecord(b []byte) (r journalRecord, err error) {
+	if len(b) < 25 {
+		return r, errShortRecord
+	}
+	r.Seq = binary.BigEndian.Uint64(b)
+	r.Changed, r.Held = b[8]&flagChanged != 0, b[8]&flagHeld != 0
+	r.CreatedAt = int64(binary.BigEndian.Uint64(b[9:]))
+	r.ExpiresAt = int64(binary.BigEndian.Uint64(b[17:]))
+	b = b[25:]
+	field := func() string {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			err = errShortRecord
+			b = nil
+			return ""
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s
+	}
+	r.OrgID, r.UserID, r.ResourceID = field(), field(), field()
+	n, k := binary.Uvarint(b)
+	if err != nil || k <= 0 || n > uint64(len(b)) {
+		return r, errShortRecord
+	}
+	b = b[k:]
+	r.Events = make([]journalEvent, n)
+	for i := range r.Events {
+		e := &r.Events[i]
+		e.OrgID, e.ID, e.UserID, e.SvcID = field(), field(), field(), field()
+		e.Data = []byte(field())
+	}
+	if err == nil && len(b) != 0 {
+		err = errors.New("bytes after the record")
+	}
+	return r, err
 }
 
 // pendingGrant is a grant's state after the latest journaled change not yet applied.
@@ -195,9 +276,9 @@ func (j *journal) recover() error {
 	return nil
 }
 
-// readJournal reads records until the end of r or the first record that is empty (the zeros
-// the file is given), cut short, or fails its checksum. A record is its length (4 bytes), the
-// CRC-32C of its JSON (4 bytes), and the JSON.
+// readJournal reads records until the end of r or the first record that is empty, cut short,
+// or fails its checksum. A record is its length (4 bytes), the CRC-32C of its encoding (4
+// bytes), and the encoding (appendTo).
 func readJournal(r *bufio.Reader) ([]journalRecord, error) {
 	var recs []journalRecord
 	var head [8]byte
@@ -213,8 +294,8 @@ func readJournal(r *bufio.Reader) ([]journalRecord, error) {
 		if _, err := io.ReadFull(r, data); err != nil || crc32.Checksum(data, castagnoli) != sum {
 			return recs, nil
 		}
-		var rec journalRecord
-		if err := json.Unmarshal(data, &rec); err != nil {
+		rec, err := decodeRecord(data)
+		if err != nil {
 			return nil, fmt.Errorf("record after sequence number %d: %w", lastSeq(recs), err)
 		}
 		recs = append(recs, rec)
@@ -241,12 +322,6 @@ func (j *journal) appendRecord(rec journalRecord) (wait func() error, err error)
 	}
 	j.seq++
 	rec.Seq = j.seq
-	data, err := json.Marshal(rec)
-	if err != nil {
-		j.seq--
-		j.mu.Unlock()
-		return nil, fmt.Errorf("encode journal record: %w", err)
-	}
 	j.pending = append(j.pending, rec)
 	j.nPending.Store(int64(len(j.pending)))
 	if rec.Changed {
@@ -266,15 +341,16 @@ func (j *journal) appendRecord(rec journalRecord) (wait func() error, err error)
 	j.mu.Unlock()
 
 	done := make(chan error, 1)
-	var head [8]byte
-	binary.BigEndian.PutUint32(head[:4], uint32(len(data)))
-	binary.BigEndian.PutUint32(head[4:], crc32.Checksum(data, castagnoli))
 	j.wmu.Lock()
 	if err := j.failed; err != nil {
 		j.wmu.Unlock()
 		return nil, err
 	}
-	j.queue = append(append(j.queue, head[:]...), data...)
+	start := len(j.queue)
+	j.queue = rec.appendTo(append(j.queue, make([]byte, 8)...))
+	data := j.queue[start+8:]
+	binary.BigEndian.PutUint32(j.queue[start:], uint32(len(data)))
+	binary.BigEndian.PutUint32(j.queue[start+4:], crc32.Checksum(data, castagnoli))
 	j.queueSeq = rec.Seq
 	j.waiters = append(j.waiters, done)
 	if !j.writing {
@@ -476,7 +552,7 @@ func applyRecords(tx *bbolt.Tx, recs []journalRecord) error {
 	}
 	for i, r := range recs {
 		for _, e := range r.Events {
-			if err := appendEventRecord(tx, e); err != nil {
+			if err := appendEventData(tx, e.OrgID, e.ID, e.UserID, e.SvcID, e.Data); err != nil {
 				return fmt.Errorf("record events: %w", err)
 			}
 		}

@@ -395,3 +395,38 @@ func TestJournalUnderConcurrentChanges(t *testing.T) {
 	check("store", s)
 	check("after a crash", journalStore(t, crashCopy(t, dir)))
 }
+
+// TestJournalRecordEncoding: a record reads back as it was written, and no part of one reads
+// as a record.
+func TestJournalRecordEncoding(t *testing.T) {
+	records := []journalRecord{
+		{Seq: 1, OrgID: jOrg, UserID: "u-0", ResourceID: jR0},
+		{Seq: 1 << 40, OrgID: jOrg, UserID: "a\x00b", ResourceID: jR1, Changed: true, Held: true, CreatedAt: 1767225600000, ExpiresAt: -1,
+			Events: []journalEvent{
+				{OrgID: jOrg, ID: "e-1", UserID: "a\x00b", SvcID: jR1, Data: []byte(`{"id":"e-1"}`)},
+				{OrgID: jOrg, ID: "e-2", Data: []byte(`{}`)},
+			}},
+		{Seq: 7, OrgID: jOrg, UserID: "u-0", ResourceID: jR0, Changed: true},
+	}
+	for _, want := range records {
+		b := want.appendTo(nil)
+		got, err := decodeRecord(b)
+		if err != nil {
+			t.Fatalf("decode %+v: %v", want, err)
+		}
+		if len(want.Events) == 0 {
+			want.Events = []journalEvent{}
+		}
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+			t.Errorf("decoded %+v, want %+v", got, want)
+		}
+		for n := range len(b) {
+			if _, err := decodeRecord(b[:n]); err == nil {
+				t.Errorf("the first %d of %d bytes of %+v decoded as a record", n, len(b), want)
+			}
+		}
+		if _, err := decodeRecord(append(b, 0)); err == nil {
+			t.Errorf("%+v with a byte after it decoded as a record", want)
+		}
+	}
+}
