@@ -59,6 +59,12 @@ const (
 	// rotateAt is the size past which the records go to the other file, once every record in
 	// it is applied.
 	rotateAt = 4 << 20
+	// growBy is how much a file grows at once, in zeros, when a write would pass its end: a
+	// record then overwrites bytes the file already has, and its sync writes only them,
+	// where one that changed the file's size would also sync that through the file system's
+	// own journal (a Go program on the development machine: 170–190 µs against 380–420 µs to
+	// write 10 KiB and fdatasync).
+	growBy = 1 << 20
 	// recordMax bounds a record's length, read back: anything longer is not a record.
 	recordMax = 16 << 20
 	// pendingMax bounds the changes pending, and so the memory they take: a change that finds
@@ -174,9 +180,10 @@ type journal struct {
 	db     *bbolt.DB
 	files  [2]*os.File
 	noSync bool
-	// applyAfter and rotateAt, which tests change.
+	// applyAfter, rotateAt and growBy, which tests change.
 	delay    time.Duration
 	rotateAt int64
+	growBy   int64
 
 	// op serializes the journal's changes, each decided against the data file and the changes
 	// before it, and orders them against every other write, which holds op from the moment it
@@ -207,18 +214,25 @@ type journal struct {
 	cur      int       // the file being written
 	off      int64     // where in it the next write goes
 	last     [2]uint64 // the last sequence number written to each file
+	size     [2]int64  // each file's size
+	zeros    []byte    // growBy of them
 }
 
 // openJournal opens the journal's two files, path.0 and path.1, and applies what they hold
 // beyond the last change applied.
 func openJournal(db *bbolt.DB, path string, noSync bool) (*journal, error) {
-	j := &journal{db: db, noSync: noSync, delay: applyAfter, rotateAt: rotateAt, grants: map[string]map[string]pendingGrant{}}
+	j := &journal{db: db, noSync: noSync, delay: applyAfter, rotateAt: rotateAt, growBy: growBy, grants: map[string]map[string]pendingGrant{}}
 	for i := range j.files {
 		f, err := os.OpenFile(fmt.Sprintf("%s.%d", path, i), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("open journal: %w", err), j.closeFiles())
 		}
 		j.files[i] = f
+		info, err := f.Stat()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("open journal: %w", err), j.closeFiles())
+		}
+		j.size[i] = info.Size()
 	}
 	if err := j.recover(); err != nil {
 		return nil, errors.Join(fmt.Errorf("journal %s: %w", path, err), j.closeFiles())
@@ -381,11 +395,14 @@ func (j *journal) writeQueue() {
 		if other := 1 - j.cur; j.off >= j.rotateAt && j.last[other] <= j.applied.Load() {
 			j.cur, j.off = other, 0
 		}
-		f, off := j.files[j.cur], j.off
+		f, off, size := j.files[j.cur], j.off, j.size[j.cur]
 		j.off += int64(len(buf))
 		j.last[j.cur] = seq
+		if j.off > size {
+			j.size[j.cur] = j.off + j.growBy
+		}
 		j.wmu.Unlock()
-		err := j.write(f, buf, off)
+		err := j.write(f, buf, off, size)
 		if err != nil {
 			j.wmu.Lock()
 			j.failed = err
@@ -398,9 +415,19 @@ func (j *journal) writeQueue() {
 	}
 }
 
-func (j *journal) write(f *os.File, buf []byte, off int64) error {
+// write writes buf at off in f, a file of size bytes, and growBy zeros after buf if it passes
+// the end, then syncs f.
+func (j *journal) write(f *os.File, buf []byte, off, size int64) error {
 	if _, err := f.WriteAt(buf, off); err != nil {
 		return fmt.Errorf("%w: write the journal: %w", storage.ErrUnavailable, err)
+	}
+	if end := off + int64(len(buf)); end > size {
+		if j.zeros == nil {
+			j.zeros = make([]byte, j.growBy)
+		}
+		if _, err := f.WriteAt(j.zeros, end); err != nil {
+			return fmt.Errorf("%w: write the journal: %w", storage.ErrUnavailable, err)
+		}
 	}
 	if j.noSync {
 		return nil
