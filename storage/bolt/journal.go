@@ -94,16 +94,21 @@ type journalEvent struct {
 	Data                     []byte
 }
 
-// A record is written as its sequence number (8 bytes), a flags byte (1: Changed, 2: Held),
-// CreatedAt and ExpiresAt (8 bytes each), the three ids, the number of events (a uvarint), and
-// each event's four ids and data; an id or data is its length (a uvarint) and its bytes. It
-// was JSON at first, whose encoding took 6% of a loaded server's CPU, against below 1%.
+// A record is written as the format's version (a byte, recordFormat), its sequence number (8
+// bytes), a flags byte (1: Changed, 2: Held), CreatedAt and ExpiresAt (8 bytes each), the three
+// ids, the number of events (a uvarint), and each event's four ids and data; an id or data is
+// its length (a uvarint) and its bytes. It was JSON at first, whose encoding took 6% of a
+// loaded server's CPU, against below 1%. A record of another version ends a file's reading,
+// like a damaged one: one of an earlier format can only be left from an earlier turn.
+const recordFormat = 1
+
 const (
 	flagChanged = 1 << iota
 	flagHeld
 )
 
 func (r *journalRecord) appendTo(b []byte) []byte {
+	b = append(b, recordFormat)
 	b = binary.BigEndian.AppendUint64(b, r.Seq)
 	var flags byte
 	if r.Changed {
@@ -132,9 +137,10 @@ var errShortRecord = errors.New("record cut short")
 
 // decodeRecord reads a record that appendTo wrote.
 func decodeRecord(b []byte) (r journalRecord, err error) {
-	if len(b) < 25 {
+	if len(b) < 26 {
 		return r, errShortRecord
 	}
+	b = b[1:] // recordFormat, which readJournal checked
 	r.Seq = binary.BigEndian.Uint64(b)
 	r.Changed, r.Held = b[8]&flagChanged != 0, b[8]&flagHeld != 0
 	r.CreatedAt = int64(binary.BigEndian.Uint64(b[9:]))
@@ -291,7 +297,9 @@ func (j *journal) recover() error {
 }
 
 // readJournal reads records until the end of r or the first record that is empty, cut short,
-// or fails its checksum. A record is its length (4 bytes), the CRC-32C of its encoding (4
+// fails its checksum, is of another format, or does not follow the one before in sequence: a
+// file is written from its start at each turn, in sequence, so a record that does not is one
+// left from the turn before. A record is its length (4 bytes), the CRC-32C of its encoding (4
 // bytes), and the encoding (appendTo).
 func readJournal(r *bufio.Reader) ([]journalRecord, error) {
 	var recs []journalRecord
@@ -306,6 +314,9 @@ func readJournal(r *bufio.Reader) ([]journalRecord, error) {
 		}
 		data := make([]byte, n)
 		if _, err := io.ReadFull(r, data); err != nil || crc32.Checksum(data, castagnoli) != sum {
+			return recs, nil
+		}
+		if data[0] != recordFormat || len(data) < 9 || binary.BigEndian.Uint64(data[1:]) <= lastSeq(recs) {
 			return recs, nil
 		}
 		rec, err := decodeRecord(data)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -432,5 +433,48 @@ func TestJournalRecordEncoding(t *testing.T) {
 		if _, err := decodeRecord(append(b, 0)); err == nil {
 			t.Errorf("%+v with a byte after it decoded as a record", want)
 		}
+	}
+}
+
+// TestReadJournalEndsAtTheTurnBefore: a file's records are read while each is whole, of this
+// format and next in sequence; the first that is not is where the file was last written up to.
+func TestReadJournalEndsAtTheTurnBefore(t *testing.T) {
+	frame := func(payload []byte) []byte {
+		b := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+		return append(binary.BigEndian.AppendUint32(b, crc32.Checksum(payload, castagnoli)), payload...)
+	}
+	rec := func(seq uint64) []byte {
+		r := journalRecord{Seq: seq, OrgID: jOrg, UserID: "u-0", ResourceID: jR0, Changed: true}
+		return frame(r.appendTo(nil))
+	}
+	otherFormat := rec(9)
+	otherFormat[8] = recordFormat + 1 // the payload's first byte
+	otherFormat = frame(otherFormat[8:])
+	tests := []struct {
+		name string
+		file [][]byte
+		want []uint64
+	}{
+		{"records then zeros", [][]byte{rec(3), rec(4), make([]byte, 64)}, []uint64{3, 4}},
+		{"records then an earlier turn's", [][]byte{rec(7), rec(8), rec(2), rec(3)}, []uint64{7, 8}},
+		{"records then one of another format", [][]byte{rec(7), otherFormat, rec(10)}, []uint64{7}},
+		{"records then JSON of the first form", [][]byte{rec(7), frame([]byte(`{"seq":1}`)), rec(10)}, []uint64{7}},
+		{"a record cut short", [][]byte{rec(5), rec(6)[:20]}, []uint64{5}},
+		{"empty", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, err := readJournal(bufio.NewReader(bytes.NewReader(bytes.Join(tt.file, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []uint64
+			for _, r := range recs {
+				got = append(got, r.Seq)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("read %v, want %v", got, tt.want)
+			}
+		})
 	}
 }
