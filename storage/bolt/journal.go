@@ -44,9 +44,9 @@ import (
 // record in the other has been applied, the next records go to the other, from its start, over
 // what it held. On Open, the records of both beyond the last change applied (recorded in the
 // data file, in the same transaction as the changes) are applied. A reader of a file stops at
-// the first record that is not whole (cut short by a crash: never acknowledged) and passes by
-// those already applied, which is what every record beyond the ones written since the file was
-// last started over is.
+// the first record that is not whole (cut short by a crash: never acknowledged), and at the
+// first that does not follow the one before in sequence (one left from the file's turn before,
+// applied long since).
 
 var bucketJournal = []byte("journal") // "applied" → the sequence number of the last change applied, 8 bytes big-endian
 
