@@ -6,13 +6,26 @@ import (
 	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/internal/decisionlog"
 	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
 )
 
-// exposeMetrics puts the counters that the decision log and the live policy keep on /metrics;
-// those packages count, and only api knows Prometheus.
-func exposeMetrics(srv *api.Server, decisions *decisionlog.Log, live *policy.Live) error {
+// journaled is the embedded store's grant journal, as /metrics shows it.
+type journaled interface {
+	JournalPending() int
+	JournalApplyFailures() uint64
+}
+
+// exposeMetrics puts the counters that the decision log, the live policy and the store's grant
+// journal (the embedded store's) keep on /metrics; those packages count, and only api knows
+// Prometheus.
+func exposeMetrics(srv *api.Server, decisions *decisionlog.Log, live *policy.Live, store storage.Store) error {
 	u := func(f func() uint64) func() float64 { return func() float64 { return float64(f()) } }
 	var errs []error
+	if j, ok := store.(journaled); ok {
+		errs = append(errs,
+			srv.GaugeFunc("grantry_journal_pending", "Grants and revokes journaled and not yet applied to the data file.", func() float64 { return float64(j.JournalPending()) }),
+			srv.CounterFunc("grantry_journal_apply_failures_total", "Applies of the grant journal to the data file that failed.", u(j.JournalApplyFailures)))
+	}
 	if decisions != nil { // the log is on
 		errs = append(errs,
 			srv.CounterFunc("grantry_decision_log_dropped_total", "Decisions dropped unlogged because the decision log's queue was full.", u(decisions.Dropped)),

@@ -89,6 +89,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	cs := &closers{log: log}
 	defer cs.closeAll() // on the error paths; after a shutdown there is nothing left to close
 	cs.add("store", store.Close)
+	raw := store
 	store = audit.New(store, time.Now, log)
 	decisions := startDecisionLog(ctx, store, cfg.DecisionLog, cfg.DecisionLogDays, log, cs)
 	live := policy.NewLive(engine)
@@ -108,7 +109,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		Integrations: integrations(cfg.Integrations, sealer), CacheEntries: cacheEntries(cfg.CacheEntries),
 		ResidentGrants: cfg.ResidentGrants, SharedStore: cfg.MongoURI != ""})
-	if err := exposeMetrics(srv, decisions, live); err != nil {
+	if err := exposeMetrics(srv, decisions, live, raw); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	if err := keepResident(ctx, srv, log, cs); err != nil {

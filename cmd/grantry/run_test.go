@@ -99,8 +99,15 @@ func TestServeReadsGrantsIn(t *testing.T) {
 		t.Errorf("check of ada, read in = %s", got)
 	}
 	call("/provisions/remove_from_user", map[string]string{"user_id": ada, "svc_id": model.Model.ID})
+	if got := metric("grantry_journal_pending"); got != "1" {
+		t.Errorf("grantry_journal_pending = %s just after a revoke, want 1", got)
+	}
 	if got := check(ada); got != "false" {
 		t.Errorf("check of ada after the revoke = %s", got)
+	}
+	waitUntil(t, 15*time.Second, "the revoke's apply", func() bool { return metric("grantry_journal_pending") == "0" })
+	if got := metric("grantry_journal_apply_failures_total"); got != "0" {
+		t.Errorf("grantry_journal_apply_failures_total = %s, want 0", got)
 	}
 	if got := metric("grantry_resident_users"); got != "1" {
 		t.Errorf("grantry_resident_users = %s after ada was written to, want 1", got)

@@ -208,6 +208,7 @@ type journal struct {
 	closed   bool
 	nPending atomic.Int64  // len(pending), read without mu
 	applied  atomic.Uint64 // the sequence number of the last change applied
+	failures atomic.Uint64 // applies that failed
 
 	// The files' group commit: records queued while a write and sync is under way are written
 	// and synced together by the next.
@@ -529,6 +530,7 @@ func (j *journal) applyPending() error {
 		return nil
 	}
 	if err := j.db.Update(func(tx *bbolt.Tx) error { return applyRecords(tx, recs) }); err != nil {
+		j.failures.Add(1)
 		return fmt.Errorf("%w: apply the journal: %w", storage.ErrUnavailable, err)
 	}
 	j.applied.Store(recs[len(recs)-1].Seq)
@@ -631,3 +633,11 @@ func applyRecords(tx *bbolt.Tx, recs []journalRecord) error {
 	binary.BigEndian.PutUint64(v[:], recs[len(recs)-1].Seq)
 	return tx.Bucket(bucketJournal).Put(appliedKey, v[:])
 }
+
+// JournalPending is how many grants and revokes are journaled and not yet applied to the data
+// file: about a second's at most, unless applying fails.
+func (s *Store) JournalPending() int { return int(s.journal.nPending.Load()) }
+
+// JournalApplyFailures counts the applies of the journal that failed. The changes stay
+// journaled, and every read that needs them fails until an apply succeeds.
+func (s *Store) JournalApplyFailures() uint64 { return s.journal.failures.Load() }
