@@ -153,6 +153,8 @@ func (s *Store) CreateAPIKey(ctx context.Context, k storage.APIKey) error {
 // APIKeyByHash returns the key whose Hash is hash, or storage.ErrNotFound.
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (storage.APIKey, error) {
 	var k storage.APIKey
+	// The journal holds no keys, and the key cache reads them again and again: they are read
+	// without applying it.
 	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		id := tx.Bucket(bucketAPIKeyHashes).Get(key(hash))
 		if id == nil {

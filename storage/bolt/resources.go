@@ -94,6 +94,7 @@ func getResource(tx *bbolt.Tx, orgID, id string) (storage.Resource, error) {
 // ids, each once. Ids that name nothing are left out.
 func (s *Store) GetResources(ctx context.Context, orgID string, ids []string) ([]storage.Resource, error) {
 	var out []storage.Resource
+	// The journal holds no resources: a revoke's answer reads their names without applying it.
 	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		seen := make(map[string]bool, len(ids))
 		for _, id := range ids {
