@@ -160,23 +160,30 @@ func (s *Store) journalChange(ctx context.Context, decide func(*bbolt.Tx) (journ
 			return unavailable(err)
 		}
 	}
+	wait, err := s.decideAndJournal(decide)
+	if err != nil || wait == nil {
+		return err
+	}
+	return wait()
+}
+
+// decideAndJournal is journalChange's part under the journal's op lock, which it releases
+// however decide returns, a panic of the record function included: held on, it would stop
+// every later write. wait is nil if nothing was journaled.
+func (s *Store) decideAndJournal(decide func(*bbolt.Tx) (journalRecord, error)) (wait func() error, err error) {
+	j := s.journal
 	j.op.Lock()
+	defer j.op.Unlock()
 	var rec journalRecord
-	err := unavailable(s.db.View(func(tx *bbolt.Tx) error {
+	err = unavailable(s.db.View(func(tx *bbolt.Tx) error {
 		var err error
 		rec, err = decide(tx)
 		return err
 	}))
 	if err != nil || (!rec.Changed && len(rec.Events) == 0) {
-		j.op.Unlock()
-		return err
+		return nil, err
 	}
-	wait, err := j.appendRecord(rec)
-	j.op.Unlock()
-	if err != nil {
-		return err
-	}
-	return wait()
+	return j.appendRecord(rec)
 }
 
 // ResourceGrants returns the resource's grants, ordered by UserID: the order of the

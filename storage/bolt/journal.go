@@ -492,8 +492,12 @@ func (j *journal) settle() error {
 // write that is not journaled, from before it reads until after it commits.
 func (j *journal) exclusive() (done func(), err error) {
 	j.op.Lock()
+	defer func() {
+		if done == nil { // an error, or a panic on its way up
+			j.op.Unlock()
+		}
+	}()
 	if err := j.settle(); err != nil {
-		j.op.Unlock()
 		return nil, err
 	}
 	return j.op.Unlock, nil

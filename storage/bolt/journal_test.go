@@ -40,7 +40,16 @@ func journalStore(t *testing.T, dir string) *Store {
 		t.Fatal(err)
 	}
 	s.journal.delay = time.Hour
-	t.Cleanup(func() { s.Close(t.Context()) })
+	t.Cleanup(func() {
+		// Bounded, so that a test whose store is stuck (a lock kept) fails rather than hangs.
+		closed := make(chan struct{})
+		go func() { s.Close(t.Context()); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Error("Close did not return")
+		}
+	})
 	return s
 }
 
@@ -476,5 +485,34 @@ func TestReadJournalEndsAtTheTurnBefore(t *testing.T) {
 				t.Errorf("read %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestJournalSurvivesAPanickingRecord: a record function that panics fails its own change and
+// no other: the journal's lock is let go, and the next change goes through.
+func TestJournalSurvivesAPanickingRecord(t *testing.T) {
+	s, _ := journalFixture(t, 1)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the record function's panic did not reach the caller")
+			}
+		}()
+		s.SetGrantRecorded(t.Context(), storage.Grant{OrgID: jOrg, UserID: "u-0", ResourceID: jR0, CreatedAt: jAt},
+			func(*storage.Grant) []storage.Event { panic("record") })
+	}()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var ids storage.EntryIDs
+		jGrant(t, s, &ids, "u-0", jR1, time.Time{})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a grant after the panic did not return: the journal's lock was kept")
+	}
+	if got, want := granted(t, s, "u-0"), []string{jR1}; !slices.Equal(got, want) {
+		t.Errorf("grants = %v, want %v: only the grant after the panic", got, want)
 	}
 }
