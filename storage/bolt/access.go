@@ -155,7 +155,7 @@ func (s *Store) journalChange(ctx context.Context, decide func(*bbolt.Tx) (journ
 		return err
 	}
 	j := s.journal
-	if j.nPending.Load() >= pendingMax {
+	if j.nPending.Load() >= j.pendingMax {
 		if err := j.settle(); err != nil {
 			return unavailable(err)
 		}

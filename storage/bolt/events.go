@@ -68,47 +68,46 @@ func checkEventIDs(events []storage.Event) error {
 // appendEvents is AppendEvents within tx, for events whose ids have been checked.
 func appendEvents(tx *bbolt.Tx, events []storage.Event) error {
 	for _, e := range events {
-		if err := appendEventRecord(tx, eventRecordOf(e)); err != nil {
+		je, err := encodeEvent(e)
+		if err != nil {
+			return err
+		}
+		if err := appendEvent(tx, je); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// eventRecordOf is what is stored of e.
-func eventRecordOf(e storage.Event) eventRecord {
-	return eventRecord{
+// encodeEvent is e as it is stored, an eventRecord's JSON, with the ids of its keys.
+func encodeEvent(e storage.Event) (journalEvent, error) {
+	data, err := json.Marshal(eventRecord{
 		ID: e.ID, OrgID: e.OrgID, Time: millis(e.Time), RequestID: e.RequestID,
 		ActorKind: e.Actor.Kind, ActorID: e.Actor.ID,
 		Action: e.Action, TargetKind: e.TargetKind, TargetID: e.TargetID,
 		UserID: e.UserID, SvcID: e.SvcID, Before: e.Before, After: e.After,
-	}
-}
-
-// appendEventRecord stores r and its index entries within tx, unless an event of its id is
-// stored already.
-func appendEventRecord(tx *bbolt.Tx, r eventRecord) error {
-	data, err := json.Marshal(r)
+	})
 	if err != nil {
-		return fmt.Errorf("encode event %s: %w", r.ID, err)
+		return journalEvent{}, fmt.Errorf("encode event %s: %w", e.ID, err)
 	}
-	return appendEventData(tx, r.OrgID, r.ID, r.UserID, r.SvcID, data)
+	return journalEvent{OrgID: e.OrgID, ID: e.ID, UserID: e.UserID, SvcID: e.SvcID, Data: data}, nil
 }
 
-// appendEventData is appendEventRecord of an event already encoded, whose ids are given.
-func appendEventData(tx *bbolt.Tx, orgID, id, userID, svcID string, data []byte) error {
+// appendEvent stores e and its index entries within tx, unless an event of its id is stored
+// already.
+func appendEvent(tx *bbolt.Tx, e journalEvent) error {
 	primary := tx.Bucket(bucketEvents)
-	k := key(orgID, id)
+	k := key(e.OrgID, e.ID)
 	if primary.Get(k) != nil {
 		return nil
 	}
-	if err := primary.Put(k, data); err != nil {
+	if err := primary.Put(k, e.Data); err != nil {
 		return err
 	}
-	if err := putIndex(tx.Bucket(bucketEventsByUser), orgID, userID, id); err != nil {
+	if err := putIndex(tx.Bucket(bucketEventsByUser), e.OrgID, e.UserID, e.ID); err != nil {
 		return err
 	}
-	return putIndex(tx.Bucket(bucketEventsBySvc), orgID, svcID, id)
+	return putIndex(tx.Bucket(bucketEventsBySvc), e.OrgID, e.SvcID, e.ID)
 }
 
 // recordEvents returns the events that record makes of v, encoded as they are stored; a nil
@@ -123,11 +122,10 @@ func recordEvents[T any](record func(T) []storage.Event, v T) ([]journalEvent, e
 	}
 	out := make([]journalEvent, len(events))
 	for i, e := range events {
-		data, err := json.Marshal(eventRecordOf(e))
-		if err != nil {
-			return nil, fmt.Errorf("encode event %s: %w", e.ID, err)
+		var err error
+		if out[i], err = encodeEvent(e); err != nil {
+			return nil, err
 		}
-		out[i] = journalEvent{OrgID: e.OrgID, ID: e.ID, UserID: e.UserID, SvcID: e.SvcID, Data: data}
 	}
 	return out, nil
 }

@@ -186,10 +186,11 @@ type journal struct {
 	db     *bbolt.DB
 	files  [2]*os.File
 	noSync bool
-	// applyAfter, rotateAt and growBy, which tests change.
-	delay    time.Duration
-	rotateAt int64
-	growBy   int64
+	// applyAfter, rotateAt, growBy and pendingMax, which tests change.
+	delay      time.Duration
+	rotateAt   int64
+	growBy     int64
+	pendingMax int64
 
 	// op serializes the journal's changes, each decided against the data file and the changes
 	// before it, and orders them against every other write, which holds op from the moment it
@@ -216,19 +217,20 @@ type journal struct {
 	queue    []byte
 	queueSeq uint64 // the last sequence number in queue
 	waiters  []chan error
-	writing  bool
-	failed   error     // a write or sync that failed: every later change fails with it
-	cur      int       // the file being written
-	off      int64     // where in it the next write goes
-	last     [2]uint64 // the last sequence number written to each file
-	size     [2]int64  // each file's size
-	zeros    []byte    // growBy of them
+	writing  bool           // a writeQueue goroutine is running
+	writer   sync.WaitGroup // it, for close
+	failed   error          // a write or sync that failed: every later change fails with it
+	cur      int            // the file being written
+	off      int64          // where in it the next write goes
+	last     [2]uint64      // the last sequence number written to each file
+	size     [2]int64       // each file's size
+	zeros    []byte         // growBy of them
 }
 
 // openJournal opens the journal's two files, path.0 and path.1, and applies what they hold
 // beyond the last change applied.
 func openJournal(db *bbolt.DB, path string, noSync bool) (*journal, error) {
-	j := &journal{db: db, noSync: noSync, delay: applyAfter, rotateAt: rotateAt, growBy: growBy, grants: map[string]map[string]pendingGrant{}}
+	j := &journal{db: db, noSync: noSync, delay: applyAfter, rotateAt: rotateAt, growBy: growBy, pendingMax: pendingMax, grants: map[string]map[string]pendingGrant{}}
 	for i := range j.files {
 		f, err := os.OpenFile(fmt.Sprintf("%s.%d", path, i), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
@@ -280,7 +282,7 @@ func (j *journal) recover() error {
 		}
 		var todo []journalRecord
 		for _, r := range recs {
-			if r.Seq > applied && (len(todo) == 0 || r.Seq != todo[len(todo)-1].Seq) {
+			if r.Seq > applied {
 				todo = append(todo, r)
 			}
 		}
@@ -381,7 +383,7 @@ func (j *journal) appendRecord(rec journalRecord) (wait func() error, err error)
 	j.waiters = append(j.waiters, done)
 	if !j.writing {
 		j.writing = true
-		go j.writeQueue()
+		j.writer.Go(j.writeQueue)
 	}
 	j.wmu.Unlock()
 	return func() error { return <-done }, nil
@@ -570,16 +572,9 @@ func (j *journal) close() error {
 		j.timer = nil
 	}
 	j.mu.Unlock()
-	// Wait for the writer to finish what it has: its records are applied already.
-	for {
-		j.wmu.Lock()
-		writing := j.writing
-		j.wmu.Unlock()
-		if !writing {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	// Wait for the writer to finish what it has: its records are applied already, and none
+	// can be queued since (op is held, closed is set).
+	j.writer.Wait()
 	return errors.Join(err, j.closeFiles())
 }
 
@@ -596,7 +591,7 @@ func applyRecords(tx *bbolt.Tx, recs []journalRecord) error {
 	}
 	for i, r := range recs {
 		for _, e := range r.Events {
-			if err := appendEventData(tx, e.OrgID, e.ID, e.UserID, e.SvcID, e.Data); err != nil {
+			if err := appendEvent(tx, e); err != nil {
 				return fmt.Errorf("record events: %w", err)
 			}
 		}

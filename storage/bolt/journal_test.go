@@ -516,3 +516,26 @@ func TestJournalSurvivesAPanickingRecord(t *testing.T) {
 		t.Errorf("grants = %v, want %v: only the grant after the panic", got, want)
 	}
 }
+
+// TestJournalAppliesWhenFull: a change that finds pendingMax changes pending applies them
+// before it is journaled, so the journal never holds more, however long its apply waits.
+func TestJournalAppliesWhenFull(t *testing.T) {
+	s, _ := journalFixture(t, 4)
+	s.journal.pendingMax = 3
+	var ids storage.EntryIDs
+	for i := range 3 {
+		jGrant(t, s, &ids, fmt.Sprintf("u-%d", i), jR0, time.Time{})
+	}
+	if got := s.JournalPending(); got != 3 || inDataFile(t, s, "u-0", jR0) {
+		t.Fatalf("after 3 grants: %d pending, u-0's in the data file %t; want 3 and false", got, inDataFile(t, s, "u-0", jR0))
+	}
+	jGrant(t, s, &ids, "u-3", jR0, time.Time{})
+	if got := s.JournalPending(); got != 1 {
+		t.Errorf("after a 4th grant: %d pending, want 1 (the 4th)", got)
+	}
+	for i := range 3 {
+		if u := fmt.Sprintf("u-%d", i); !inDataFile(t, s, u, jR0) {
+			t.Errorf("%s's grant is not in the data file after the journal was full", u)
+		}
+	}
+}
