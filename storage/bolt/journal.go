@@ -191,6 +191,9 @@ type journal struct {
 	rotateAt   int64
 	growBy     int64
 	pendingMax int64
+	// applyFault, when a test sets it, is called in each apply's transaction; an error it
+	// returns fails the apply, as a full disk would.
+	applyFault func() error
 
 	// op serializes the journal's changes, each decided against the data file and the changes
 	// before it, and orders them against every other write, which holds op from the moment it
@@ -535,7 +538,15 @@ func (j *journal) applyPending() error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if err := j.db.Update(func(tx *bbolt.Tx) error { return applyRecords(tx, recs) }); err != nil {
+	err := j.db.Update(func(tx *bbolt.Tx) error {
+		if j.applyFault != nil {
+			if err := j.applyFault(); err != nil {
+				return err
+			}
+		}
+		return applyRecords(tx, recs)
+	})
+	if err != nil {
 		j.failures.Add(1)
 		return fmt.Errorf("%w: apply the journal: %w", storage.ErrUnavailable, err)
 	}

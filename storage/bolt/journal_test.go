@@ -539,3 +539,63 @@ func TestJournalAppliesWhenFull(t *testing.T) {
 		}
 	}
 }
+
+// TestJournalApplyFailure: an apply that fails leaves its changes pending and counted, and the
+// reads of a user's grants still see them; every other read and every other write fails as
+// unavailable, with the apply's error, until an apply succeeds; the scheduled apply tries
+// again, and once it succeeds nothing is lost.
+func TestJournalApplyFailure(t *testing.T) {
+	s, _ := journalFixture(t, 2)
+	ctx := t.Context()
+	var ids storage.EntryIDs
+	fault := errors.New("no space left on device")
+	var failing atomic.Bool
+	failing.Store(true)
+	s.journal.applyFault = func() error {
+		if failing.Load() {
+			return fault
+		}
+		return nil
+	}
+	jGrant(t, s, &ids, "u-0", jR0, time.Time{})
+	s.journal.applyLater() // the scheduled apply
+	if got := s.JournalApplyFailures(); got != 1 {
+		t.Errorf("after a failed apply: %d failures counted, want 1", got)
+	}
+	if got := s.JournalPending(); got != 1 || inDataFile(t, s, "u-0", jR0) {
+		t.Errorf("after a failed apply: %d pending, in the data file %t; want 1 and false", got, inDataFile(t, s, "u-0", jR0))
+	}
+	if got := granted(t, s, "u-0"); !slices.Equal(got, []string{jR0}) {
+		t.Errorf("u-0's grants while the apply fails: %v, want [%s]", got, jR0)
+	}
+	unavailable := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, fault) {
+			t.Errorf("%s while the apply fails: %v, want storage.ErrUnavailable and the apply's error", what, err)
+		}
+	}
+	_, err := s.ListGrants(ctx, jOrg)
+	unavailable("ListGrants", err)
+	unavailable("CreateResource", s.CreateResource(ctx, storage.Resource{OrgID: jOrg, ID: "00000000-0000-4000-8000-000000000003", Kind: storage.KindModel, Source: storage.SourceCustom, Name: "m-3", CreatedAt: jAt}))
+	s.journal.mu.Lock()
+	rescheduled := s.journal.timer != nil
+	s.journal.mu.Unlock()
+	if !rescheduled {
+		t.Fatal("a failed apply did not schedule another")
+	}
+
+	failing.Store(false)
+	s.journal.applyLater()
+	if got := s.JournalPending(); got != 0 || !inDataFile(t, s, "u-0", jR0) {
+		t.Errorf("after the apply succeeded: %d pending, in the data file %t; want 0 and true", got, inDataFile(t, s, "u-0", jR0))
+	}
+	gs, err := s.ListGrants(ctx, jOrg)
+	jMust(t, err)
+	if len(gs) != 1 || gs[0].UserID != "u-0" || gs[0].ResourceID != jR0 {
+		t.Errorf("grants after the apply succeeded: %+v, want u-0's of %s", gs, jR0)
+	}
+	// The scheduled apply, and the one each of ListGrants and CreateResource tried first.
+	if got := s.JournalApplyFailures(); got != 3 {
+		t.Errorf("failures counted after the apply succeeded: %d, want 3", got)
+	}
+}
