@@ -121,18 +121,5 @@ func (s *Store) DeleteExpiredGrants(ctx context.Context, now time.Time) (storage
 // groupGrantSnapshot leaves created_at out when it is not known (a revoked grant), and
 // expires_at when the grant never expires.
 func groupGrantSnapshot(groupID, resourceID string, created, expires time.Time) json.RawMessage {
-	s := struct {
-		GroupID   string `json:"group_id"`
-		SvcID     string `json:"svc_id"`
-		CreatedAt string `json:"created_at,omitempty"`
-		ExpiresAt string `json:"expires_at,omitempty"`
-	}{GroupID: groupID, SvcID: resourceID, CreatedAt: optionalTimestamp(created), ExpiresAt: optionalTimestamp(expires)}
-	return snapshot(s)
-}
-
-func optionalTimestamp(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return timestamp(t)
+	return holdingSnapshot("group_id", groupID, resourceID, created, expires)
 }

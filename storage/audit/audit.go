@@ -25,6 +25,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/grantry/grantry/internal/jsonstr"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -384,13 +385,25 @@ func userSnapshot(u storage.User) json.RawMessage {
 // grantSnapshot leaves created_at out when it is not known (a revoked grant), and expires_at
 // when the grant never expires.
 func grantSnapshot(userID, resourceID string, created, expires time.Time) json.RawMessage {
-	s := struct {
-		UserID    string `json:"user_id"`
-		SvcID     string `json:"svc_id"`
-		CreatedAt string `json:"created_at,omitempty"`
-		ExpiresAt string `json:"expires_at,omitempty"`
-	}{UserID: userID, SvcID: resourceID, CreatedAt: optionalTimestamp(created), ExpiresAt: optionalTimestamp(expires)}
-	return snapshot(s)
+	return holdingSnapshot("user_id", userID, resourceID, created, expires)
+}
+
+// holdingSnapshot is the snapshot of a grant to a user or a group (holder names its field),
+// written as json.Marshal would write a struct of those fields, without its reflection: every
+// grant and revoke records one.
+func holdingSnapshot(holder, holderID, resourceID string, created, expires time.Time) json.RawMessage {
+	b := make([]byte, 0, 64+len(holderID)+len(resourceID))
+	b = jsonstr.Append(append(append(append(b, '{', '"'), holder...), '"', ':'), holderID)
+	b = jsonstr.Append(append(b, `,"svc_id":`...), resourceID)
+	for _, t := range []struct {
+		name string
+		at   time.Time
+	}{{`,"created_at":"`, created}, {`,"expires_at":"`, expires}} {
+		if !t.at.IsZero() {
+			b = append(t.at.UTC().AppendFormat(append(b, t.name...), timestampLayout), '"')
+		}
+	}
+	return append(b, '}')
 }
 
 func snapshot(v any) json.RawMessage {
@@ -402,7 +415,9 @@ func snapshot(v any) json.RawMessage {
 }
 
 // timestamp is the API's time format, so that snapshots read like the API's records.
-func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+func timestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
+
+const timestampLayout = "2006-01-02T15:04:05.000Z"
 
 // ScanHoldings reads through to the wrapped store's, for a store that has it
 // (storage.HoldingsScanner); for any other it fails with errors.ErrUnsupported.

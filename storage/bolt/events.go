@@ -1,12 +1,17 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/grantry/grantry/internal/jsonstr"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -81,16 +86,71 @@ func appendEvents(tx *bbolt.Tx, events []storage.Event) error {
 
 // encodeEvent is e as it is stored, an eventRecord's JSON, with the ids of its keys.
 func encodeEvent(e storage.Event) (journalEvent, error) {
-	data, err := json.Marshal(eventRecord{
+	data, err := eventRecord{
 		ID: e.ID, OrgID: e.OrgID, Time: millis(e.Time), RequestID: e.RequestID,
 		ActorKind: e.Actor.Kind, ActorID: e.Actor.ID,
 		Action: e.Action, TargetKind: e.TargetKind, TargetID: e.TargetID,
 		UserID: e.UserID, SvcID: e.SvcID, Before: e.Before, After: e.After,
-	})
+	}.appendJSON(make([]byte, 0, 256+len(e.Before)+len(e.After)))
 	if err != nil {
 		return journalEvent{}, fmt.Errorf("encode event %s: %w", e.ID, err)
 	}
 	return journalEvent{OrgID: e.OrgID, ID: e.ID, UserID: e.UserID, SvcID: e.SvcID, Data: data}, nil
+}
+
+// appendJSON appends r as json.Marshal writes it, byte for byte, without its reflection: every
+// grant and revoke stores an event, and json.Marshal took 7% of a loaded server's CPU. Before
+// and After are checked and compacted as json.Marshal does a json.RawMessage.
+func (r eventRecord) appendJSON(b []byte) ([]byte, error) {
+	field := func(b []byte, name, v string, omitEmpty bool) []byte {
+		if v == "" && omitEmpty {
+			return b
+		}
+		return jsonstr.Append(append(append(append(b, ',', '"'), name...), '"', ':'), v)
+	}
+	b = jsonstr.Append(append(b, `{"id":`...), r.ID)
+	b = field(b, "org_id", r.OrgID, false)
+	b = strconv.AppendInt(append(b, `,"time":`...), r.Time, 10)
+	b = field(b, "request_id", r.RequestID, true)
+	b = field(b, "actor_kind", r.ActorKind, false)
+	b = field(b, "actor_id", r.ActorID, true)
+	b = field(b, "action", r.Action, false)
+	b = field(b, "target_kind", r.TargetKind, false)
+	b = field(b, "target_id", r.TargetID, true)
+	b = field(b, "user_id", r.UserID, true)
+	b = field(b, "svc_id", r.SvcID, true)
+	for _, raw := range []struct {
+		name string
+		v    json.RawMessage
+	}{{`,"before":`, r.Before}, {`,"after":`, r.After}} {
+		if len(raw.v) == 0 {
+			continue
+		}
+		var err error
+		if b, err = appendCompactJSON(append(b, raw.name...), raw.v); err != nil {
+			return nil, fmt.Errorf("%s is not JSON: %w", strings.Trim(raw.name, `,":`), err)
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendCompactJSON appends raw compacted, with <, >, &, U+2028 and U+2029 escaped in its
+// strings, as json.Marshal writes a json.RawMessage; it fails if raw is not valid JSON.
+func appendCompactJSON(b, raw []byte) ([]byte, error) {
+	start := len(b)
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return nil, err
+	}
+	b = buf.Bytes()
+	// json.HTMLEscape writes a copy; most snapshots have nothing to escape (U+2028 and U+2029
+	// both start with 0xE2).
+	if !slices.ContainsFunc(b[start:], func(c byte) bool { return c == '<' || c == '>' || c == '&' || c == 0xE2 }) {
+		return b, nil
+	}
+	var escaped bytes.Buffer
+	json.HTMLEscape(&escaped, b[start:])
+	return append(b[:start], escaped.Bytes()...), nil
 }
 
 // appendEvent stores e and its index entries within tx, unless an event of its id is stored
