@@ -372,10 +372,22 @@ type series struct {
 	mem       memory
 }
 
-// measured is a system and the targets measured on one server of it.
+// measured is a system, the targets measured on one server of it, and the workload that
+// server serves: p, seeded in dir.
 type measured struct {
 	system  string
 	targets []string
+	dir     string
+	p       params
+}
+
+// label names m's server in the progress lines: its system, and its users when they are not
+// make bench's (bench-large measures two servers of one system).
+func (m measured) label() string {
+	if m.p.Users == defaultParams().Users {
+		return m.system
+	}
+	return m.system + " (" + thousands(m.p.Users) + " users)"
 }
 
 // step is one run of the load: the run-th of target on the sys-th system's server.
@@ -410,14 +422,15 @@ func interleave(systems []measured, runs int) []step {
 	return steps
 }
 
-// measure starts system, measures each target runs times on it, and stops it.
+// measure starts system on p seeded in dir, measures each target runs times on it, and stops it.
 func (h *harness) measure(ctx context.Context, system string, targets []string, pl placement, dir string, p params) ([]series, error) {
-	return h.measureAll(ctx, []measured{{system, targets}}, pl, dir, p)
+	return h.measureAll(ctx, []measured{{system, targets, dir, p}}, pl)
 }
 
 // measureAll starts a server of each of systems, measures their targets runs times in the
-// order of interleave, reads each server's memory after its runs, and stops them.
-func (h *harness) measureAll(ctx context.Context, systems []measured, pl placement, dir string, p params) ([]series, error) {
+// order of interleave, reads each server's memory after its runs, and stops them. The series
+// are in the order of systems, and of each one's targets.
+func (h *harness) measureAll(ctx context.Context, systems []measured, pl placement) ([]series, error) {
 	servers := make([]*server, len(systems))
 	defer func() {
 		for _, s := range servers {
@@ -427,31 +440,35 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 		}
 	}()
 	for i, m := range systems {
-		fmt.Fprintf(h.progress, "%s, %s:\n", m.system, pl.name)
-		s, err := h.start(ctx, m.system, pl, dir)
+		fmt.Fprintf(h.progress, "%s, %s:\n", m.label(), pl.name)
+		s, err := h.start(ctx, m.system, pl, m.dir)
 		if err != nil {
 			return nil, err
 		}
 		servers[i] = s
 	}
 	var out []series
-	index := map[[2]string]int{} // system, target → its series in out
-	for _, m := range systems {
+	type of struct {
+		sys    int
+		target string
+	}
+	index := map[of]int{} // its series in out
+	for i, m := range systems {
 		for _, target := range m.targets {
-			index[[2]string{m.system, target}] = len(out)
+			index[of{i, target}] = len(out)
 			out = append(out, series{system: m.system, target: target, placement: pl.name})
 		}
 	}
 	for _, st := range interleave(systems, h.runs) {
 		m := systems[st.sys]
-		res, err := h.load(ctx, st.target, servers[st.sys], pl, dir, p, st.run)
+		res, err := h.load(ctx, st.target, servers[st.sys], pl, m.dir, m.p, st.run)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(h.progress, "  %-8s %-16s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors\n",
-			pl.name, m.system, st.target, st.run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
+			pl.name, m.label(), st.target, st.run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
 			pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors)
-		sr := &out[index[[2]string{m.system, st.target}]]
+		sr := &out[index[of{st.sys, st.target}]]
 		sr.runs = append(sr.runs, res)
 	}
 	for i, m := range systems {
@@ -460,7 +477,7 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 			return nil, err
 		}
 		for _, target := range m.targets {
-			out[index[[2]string{m.system, target}]].mem = mem
+			out[index[of{i, target}]].mem = mem
 		}
 	}
 	return out, nil

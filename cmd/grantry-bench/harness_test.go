@@ -43,9 +43,9 @@ func TestServerEnvDropsSettingsThatChangeWhatIsMeasured(t *testing.T) {
 // machine's speed falls on each alike, and the other targets (writes) follow every check.
 func TestInterleave(t *testing.T) {
 	systems := []measured{
-		{systemCeiling, []string{targetCeiling}},
-		{systemOPA, []string{targetOPA}},
-		{systemGrantry, []string{targetGrantry, targetWrites}},
+		{system: systemCeiling, targets: []string{targetCeiling}},
+		{system: systemOPA, targets: []string{targetOPA}},
+		{system: systemGrantry, targets: []string{targetGrantry, targetWrites}},
 	}
 	got := interleave(systems, 3)
 	want := []step{

@@ -51,10 +51,10 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 		// The three are measured in turn, run by run (interleave); the logs-off Grantry, which
 		// opens the same store, after them.
 		s, err := h.measureAll(ctx, []measured{
-			{systemCeiling, []string{targetCeiling}},
-			{systemOPA, []string{targetOPA}},
-			{systemGrantry, grantryTargets},
-		}, pl, dir, p)
+			{systemCeiling, []string{targetCeiling}, dir, p},
+			{systemOPA, []string{targetOPA}, dir, p},
+			{systemGrantry, grantryTargets, dir, p},
+		}, pl)
 		if err != nil {
 			return err
 		}
