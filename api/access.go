@@ -56,16 +56,23 @@ func (s *Server) userFacts(ctx context.Context, orgID, userID string) (*facts, e
 	return s.cached().user(orgID, userID, s.loadUser(ctx, orgID, userID), nil)
 }
 
-// userFactsAsked is userFacts for one question, about the resources of q, that policy d will
-// decide. A user not in memory and not kept by this load (admit), when d decides per user (the
-// shipped policy, which reads of a question only the grants of the resources asked about), is
-// read with only those grants (askedUser), and kept nowhere.
-func (s *Server) userFactsAsked(ctx context.Context, orgID, userID string, d Decider, q *questionResources) (*facts, error) {
+// userFactsAsked is userFacts for one question, about the resources of q (with all, every one
+// of them), that policy d of revision will decide. A user not in memory and not kept by this
+// load (admit), when d decides per user (the shipped policy, which reads of a question only the
+// grants of the resources asked about), is read with only those grants (askedUser), and kept
+// nowhere; when the question's answer is then known by its shape, it is returned as shaped,
+// and the facts are of no use.
+func (s *Server) userFactsAsked(ctx context.Context, orgID, userID string, d Decider, revision string, all bool, q *questionResources) (*facts, shapedAnswer, error) {
 	var first func() (*policy.User, error)
+	var shaped shapedAnswer
 	if _, ok := decidesPerUser(d); ok {
-		first = func() (*policy.User, error) { return s.askedUser(ctx, orgID, userID, q) }
+		first = func() (u *policy.User, err error) {
+			u, shaped, err = s.askedUser(ctx, orgID, userID, revision, all, q)
+			return u, err
+		}
 	}
-	return s.cached().user(orgID, userID, s.loadUser(ctx, orgID, userID), first)
+	f, err := s.cached().user(orgID, userID, s.loadUser(ctx, orgID, userID), first)
+	return f, shaped, err
 }
 
 // questionResources is what the policy reads of the resources one question asks about,
@@ -97,6 +104,22 @@ func (q *questionResources) get() (map[string]policy.Resource, error) {
 	return q.rs, q.err
 }
 
+// only returns what the policy reads of the one resource asked about, and whether the
+// organization has it, without get's map when get has not been called.
+func (q *questionResources) only() (r policy.Resource, found bool, err error) {
+	if q.read {
+		r, found = q.rs[q.ids[0]]
+		return r, found, q.err
+	}
+	err = q.s.cached().eachResource(q.orgID, q.ids[:1], q.s.loadResources(q.ctx, q.orgID), func(_ int, res policy.Resource) {
+		r, found = res, true
+	})
+	if err != nil {
+		return policy.Resource{}, false, fmt.Errorf("resource asked about: %w", err)
+	}
+	return r, found, nil
+}
+
 // loadUser returns the loader of the organization's user with all their grants and groups,
 // read at one moment (UserFacts).
 func (s *Server) loadUser(ctx context.Context, orgID, userID string) func() (*policy.User, error) {
@@ -122,26 +145,35 @@ func (s *Server) loadUser(ctx context.Context, orgID, userID string) func() (*po
 // user holding none would be. A million-user organization's users are nearly all read so,
 // not being kept (admit): BenchmarkCheckNewUser (a user of 20 grants) went from 65–88 µs and
 // 236 allocations a check to 42–52 µs and 181 when the whole user was no longer read for it.
-func (s *Server) askedUser(ctx context.Context, orgID, userID string, q *questionResources) (*policy.User, error) {
+//
+// When the question, of policy revision, has a shape whose answer is known (shapeAnswer), that
+// answer is returned as shaped, with the user bare (no grants, no groups), since nothing more is
+// read to decide it.
+func (s *Server) askedUser(ctx context.Context, orgID, userID, revision string, all bool, q *questionResources) (*policy.User, shapedAnswer, error) {
 	ids := q.ids
 	a, ok := s.resident().asked(orgID, userID, ids)
 	if !ok {
 		var err error
 		if a, err = s.store.AskedGrants(ctx, orgID, userID, ids); err != nil {
-			return nil, fmt.Errorf("user %s: %w", userID, err)
+			return nil, shapedAnswer{}, fmt.Errorf("user %s: %w", userID, err)
 		}
 	}
 	if a.Held && !a.Found {
-		return nil, nil
+		return nil, shapedAnswer{}, nil
 	}
 	if !a.Held {
-		return &policy.User{ID: userID, Asked: ids}, nil // holds none of ids: nothing more is needed
+		return &policy.User{ID: userID, Asked: ids}, shapedAnswer{}, nil // holds none of ids: nothing more is needed
+	}
+	shaped, err := s.shapeAnswer(revision, all, q, a)
+	if err != nil || shaped.ok {
+		return &policy.User{ID: userID, Active: a.Active, Asked: ids}, shaped, err
 	}
 	names, err := q.get()
 	if err != nil {
-		return nil, fmt.Errorf("resources granted to %s: %w", userID, err)
+		return nil, shapedAnswer{}, fmt.Errorf("resources granted to %s: %w", userID, err)
 	}
-	return s.newPolicyUser(ctx, orgID, userID, a.Active, a.Holdings, ids, names)
+	u, err := s.newPolicyUser(ctx, orgID, userID, a.Active, a.Holdings, ids, names)
+	return u, shapedAnswer{}, err
 }
 
 // resident is the resident index, or nil when the server keeps none.

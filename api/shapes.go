@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
 )
 
 // maxShapes bounds the answers shapeMemo keeps: a few per resource of each organization and
@@ -73,4 +74,27 @@ func (s *Server) evaluateShaped(ctx context.Context, d Decider, revision string,
 		s.fromMemory(allowed)
 	}
 	return allowed, err
+}
+
+// shapedAnswer is the answer to a question found by its shape, if ok.
+type shapedAnswer struct{ allowed, ok bool }
+
+// shapeAnswer returns the answer kept for the shape of the question q (allow_all when all) of
+// policy revision, about a user read for it as a (AskedGrants), if it has one: what ShapeOf
+// would find of the user askedUser builds from a, without building the user. Building them took
+// about a fifth of a check of a user not in memory (BenchmarkCheckNewUser/resident/own).
+// Its caller has made sure that the policy decides per user.
+func (s *Server) shapeAnswer(revision string, all bool, q *questionResources, a storage.Asked) (shapedAnswer, error) {
+	if all || len(q.ids) != 1 || len(a.Grants) != 1 {
+		return shapedAnswer{}, nil
+	}
+	if g := a.Grants[0]; g.ResourceID != q.ids[0] || !g.ExpiresAt.IsZero() {
+		return shapedAnswer{}, nil
+	}
+	r, found, err := q.only()
+	if err != nil || !found { // a grant of a removed resource is left out of the user: no shape
+		return shapedAnswer{}, err
+	}
+	allowed, ok := s.shapes.get(shapeKey{revision, policy.Shape{ID: q.ids[0], Active: a.Active, Found: true, Kind: r.Kind, Name: r.Name}})
+	return shapedAnswer{allowed, ok}, nil
 }
