@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -66,6 +67,84 @@ func TestPreloadReadsTheFileIn(t *testing.T) {
 			t.Errorf("%s Preload: %.0f%% of the file in memory after Open, want only the pages Open reads", tc.name, 100*in)
 		}
 	}
+}
+
+// TestPreloadMapsRoomToGrow: a data file opened with Preload is mapped with mapRoom to spare,
+// so that writing it larger does not map it (and read it in) again; without Preload bbolt maps
+// it again as it grows.
+func TestPreloadMapsRoomToGrow(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     []Option
+		wantRoom bool
+	}{
+		{"with", []Option{Preload()}, true},
+		{"without", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "grantry.db")
+			s, err := Open(t.Context(), path, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close(t.Context())
+			before := mappedSize(t, path)
+			if tc.wantRoom && before < mapRoom {
+				t.Errorf("a new file is mapped to %d bytes; want at least %d", before, mapRoom)
+			}
+			err = s.db.Update(func(tx *bbolt.Tx) error {
+				b, err := tx.CreateBucket([]byte("filler"))
+				if err != nil {
+					return err
+				}
+				for i := range 4000 {
+					if err := b.Put(fmt.Appendf(nil, "k%05d", i), bytes.Repeat([]byte{'v'}, 1000)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after := mappedSize(t, path); (after == before) != tc.wantRoom {
+				t.Errorf("mapped %d bytes before writing 4 MB and %d after; want the map kept %v", before, after, tc.wantRoom)
+			}
+		})
+	}
+	// A file reopened with Preload has the room beyond its size.
+	path := filepath.Join(t.TempDir(), "grantry.db")
+	if got, want := preloadMapSize(path), mapRoom; got != want {
+		t.Errorf("map of a new file %d, want %d", got, want)
+	}
+	if err := os.WriteFile(path, make([]byte, 5<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := preloadMapSize(path), 5<<20+mapRoom; got != want {
+		t.Errorf("map of a 5 MiB file %d, want %d", got, want)
+	}
+}
+
+// mappedSize is the size of this process's mappings of the file at path (/proc/self/maps).
+func mappedSize(t *testing.T, path string) int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for line := range strings.Lines(string(maps)) {
+		fields := strings.Fields(line)
+		if len(fields) < 6 || fields[5] != path {
+			continue
+		}
+		var lo, hi uint64
+		if _, err := fmt.Sscanf(fields[0], "%x-%x", &lo, &hi); err != nil {
+			t.Fatal(err)
+		}
+		size += int(hi - lo)
+	}
+	return size
 }
 
 // dropFromPageCache asks the kernel to forget the file's pages, which are clean once the store
