@@ -114,10 +114,7 @@ func (q *questionResources) only() (r policy.Resource, found bool, err error) {
 	err = q.s.cached().eachResource(q.orgID, q.ids[:1], q.s.loadResources(q.ctx, q.orgID), func(_ int, res policy.Resource) {
 		r, found = res, true
 	})
-	if err != nil {
-		return policy.Resource{}, false, fmt.Errorf("resource asked about: %w", err)
-	}
-	return r, found, nil
+	return r, found && err == nil, err // loadResources says what failed
 }
 
 // loadUser returns the loader of the organization's user with all their grants and groups,
@@ -165,8 +162,11 @@ func (s *Server) askedUser(ctx context.Context, orgID, userID, revision string, 
 		return &policy.User{ID: userID, Asked: ids}, shapedAnswer{}, nil // holds none of ids: nothing more is needed
 	}
 	shaped, err := s.shapeAnswer(revision, all, q, a)
-	if err != nil || shaped.ok {
-		return &policy.User{ID: userID, Active: a.Active, Asked: ids}, shaped, err
+	if err != nil {
+		return nil, shapedAnswer{}, fmt.Errorf("resources granted to %s: %w", userID, err)
+	}
+	if shaped.ok {
+		return &policy.User{ID: userID, Active: a.Active, Asked: ids}, shaped, nil
 	}
 	names, err := q.get()
 	if err != nil {

@@ -81,8 +81,9 @@ type shapedAnswer struct{ allowed, ok bool }
 
 // shapeAnswer returns the answer kept for the shape of the question q (allow_all when all) of
 // policy revision, about a user read for it as a (AskedGrants), if it has one: what ShapeOf
-// would find of the user askedUser builds from a, without building the user. Building them took
-// about a fifth of a check of a user not in memory (BenchmarkCheckNewUser/resident/own).
+// would find of the user askedUser builds from a, without building the user, the resources'
+// map and the policy's input, which took about a quarter of a check of a user not in memory
+// (BenchmarkCheckNewUser/resident/own: 11.4–11.5 µs a check with them, 8.0–8.9 without).
 // Its caller has made sure that the policy decides per user.
 func (s *Server) shapeAnswer(revision string, all bool, q *questionResources, a storage.Asked) (shapedAnswer, error) {
 	if all || len(q.ids) != 1 || len(a.Grants) != 1 {
