@@ -125,9 +125,14 @@ func TestPreloadMapsRoomToGrow(t *testing.T) {
 	}
 }
 
-// mappedSize is the size of this process's mappings of the file at path (/proc/self/maps).
+// mappedSize is the size of this process's mappings of the file at path (/proc/self/maps,
+// which names the file by its path with no symbolic links).
 func mappedSize(t *testing.T, path string) int {
 	t.Helper()
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	maps, err := os.ReadFile("/proc/self/maps")
 	if err != nil {
 		t.Fatal(err)
