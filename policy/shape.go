@@ -1,5 +1,7 @@
 package policy
 
+import "time"
+
 // Shape is all that allow of the shipped policy reads of a question about one resource, asked
 // about a user who holds a grant of it of their own that never expires: whether the user is
 // active, and whether the organization has the resource (with, to be safe, the resource as it
@@ -27,9 +29,18 @@ func (e *Engine) ShapeOf(in Input) (Shape, bool) {
 		return Shape{}, false
 	}
 	id := in.ResourceIDs[0]
-	if g, own := in.User.Grants[id]; !own || !g.ExpiresAt.IsZero() {
+	g, own := in.User.Grants[id]
+	r, found := in.Resources[id]
+	return GrantShape(id, in.User.Active, own, g.ExpiresAt, r, found)
+}
+
+// GrantShape is ShapeOf for a caller that has the question's parts without an Input: the
+// shape of a question about the one resource id, of a user (active or not) who holds a grant
+// of it of their own (own) that expires at expires (zero: never), the organization having the
+// resource as r (found). As ShapeOf's, its shape holds only for a policy that DecidesPerUser.
+func GrantShape(id string, active, own bool, expires time.Time, r Resource, found bool) (Shape, bool) {
+	if !own || !expires.IsZero() {
 		return Shape{}, false
 	}
-	r, found := in.Resources[id]
-	return Shape{ID: id, Active: in.User.Active, Found: found, Kind: r.Kind, Name: r.Name}, true
+	return Shape{ID: id, Active: active, Found: found, Kind: r.Kind, Name: r.Name}, true
 }
