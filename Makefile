@@ -59,8 +59,10 @@ lint: ## gofmt, go vet, and the Rego formatter check
 	$(GO) test -count=1 -run TestEmbeddedPolicyIsFormatted ./policy/
 
 .PHONY: build
+# -buildvcs=auto stamps the revision that grantry version and grantry_build_info show, even
+# where GOFLAGS turns stamping off; a tree that is not a git checkout builds unstamped.
 build: ## Build bin/grantry
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/grantry
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -trimpath -o $(BIN) ./cmd/grantry
 
 .PHONY: clean
 clean: ## Remove the built binary and the test cache (not ./data)

@@ -166,6 +166,12 @@ func (s *Server) GaugeFunc(name, help string, fn func() float64) error {
 	return s.RegisterMetrics(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
 }
 
+// InfoGauge exposes facts that do not change while the process runs (such as its version) as
+// the labels of the Prometheus gauge name, always 1, the convention of *_info metrics.
+func (s *Server) InfoGauge(name, help string, labels map[string]string) error {
+	return s.RegisterMetrics(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, func() float64 { return 1 }))
+}
+
 // RegisterCacheMetrics puts the check path's cache on /metrics: users found in it and loaded
 // into it, decisions answered from it, how many users it holds, and how many the resident index
 // holds when there is one.

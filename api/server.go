@@ -181,7 +181,7 @@ func (s *Server) KeepResident(ctx context.Context, check time.Duration, report f
 			start = time.Now()
 			if kept := s.WarmCache(ctx); kept > 0 {
 				s.log.LogAttrs(ctx, slog.LevelInfo, "users kept in the check path's cache, with what each may use",
-					slog.Int("users", kept), slog.Duration("took", time.Since(start)))
+					slog.Int("users", kept), slog.String("took", time.Since(start).Round(time.Millisecond).String()))
 			}
 		}
 		if errors.Is(err, errors.ErrUnsupported) || !sleep(ctx, max(check, 10*took)) {

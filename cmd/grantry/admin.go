@@ -18,17 +18,29 @@ import (
 
 // admin runs the org and apikey subcommands by calling the admin API of a running Grantry.
 func admin(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	use := orgUsage
+	if args[0] == "apikey" {
+		use = apikeyUsage
+	}
+	if len(args) < 2 || isHelp(args[1]) {
+		if len(args) < 2 {
+			return errors.New(use)
+		}
+		fmt.Fprintln(stdout, use)
+		return flag.ErrHelp
+	}
+	cmd := args[0] + " " + args[1]
+	fs := newFlags(cmd)
 	base := getenv("GRANTRY_URL")
 	if base == "" {
 		base = "http://" + config.FromEnv(getenv).Addr
 	}
 	fs.StringVar(&base, "url", base, "base URL of the Grantry service (GRANTRY_URL; default from GRANTRY_ADDR)")
-	scope := fs.String("scope", "", "scope of the key apikey create makes: admin (the default), manage or check")
-	if len(args) < 2 {
-		return errors.New(usage)
+	var scope string
+	if cmd == "apikey create" {
+		fs.StringVar(&scope, "scope", "", "scope of the key: admin (the default), manage or check")
 	}
-	rest, err := parseInterspersed(fs, args[2:])
+	rest, err := parse(fs, args[2:], use, stdout)
 	if err != nil {
 		return err
 	}
@@ -38,20 +50,20 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	var method, path string
 	var body any
-	switch cmd := args[0] + " " + args[1]; {
+	switch {
 	case cmd == "org create" && len(rest) == 1:
 		method, path, body = http.MethodPost, "/admin/orgs", map[string]string{"name": rest[0]}
 	case cmd == "org list" && len(rest) == 0:
 		method, path = http.MethodGet, "/admin/orgs"
 	case cmd == "apikey create" && len(rest) == 1:
 		method, path = http.MethodPost, "/admin/orgs/"+url.PathEscape(rest[0])+"/api_keys"
-		if *scope != "" {
-			body = map[string]string{"scope": *scope}
+		if scope != "" {
+			body = map[string]string{"scope": scope}
 		}
 	case cmd == "apikey revoke" && len(rest) == 1:
 		method, path = http.MethodDelete, "/admin/api_keys/"+url.PathEscape(rest[0])
 	default:
-		return fmt.Errorf("unknown or incomplete command %q\n%s", strings.Join(args, " "), usage)
+		return fmt.Errorf("unknown or incomplete command %q\n%s", strings.Join(args, " "), use)
 	}
 	return call(ctx, method, strings.TrimRight(base, "/")+path, token, body, stdout)
 }

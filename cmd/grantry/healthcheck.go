@@ -16,7 +16,14 @@ const healthcheckTimeout = 3 * time.Second
 
 // healthcheck GETs /healthz of the service listening on GRANTRY_ADDR and fails unless it answers
 // 200. It is the container's HEALTHCHECK: the image has no curl or shell to do it.
-func healthcheck(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+func healthcheck(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	rest, err := parse(newFlags("healthcheck"), args, healthcheckUsage, stdout)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q\n%s", rest[0], healthcheckUsage)
+	}
 	target := "http://" + localAddr(config.FromEnv(getenv).Addr) + "/healthz"
 	ctx, cancel := context.WithTimeout(ctx, healthcheckTimeout)
 	defer cancel()

@@ -5,7 +5,12 @@
 //	grantry org list                   list organizations
 //	grantry apikey create ORG_ID       add an API key to an organization (--scope admin|manage|check)
 //	grantry apikey revoke KEY_ID       revoke an API key
+//	grantry secrets rotate             re-seal stored third-party secrets under GRANTRY_SECRET_KEY
+//	grantry healthcheck                exit 0 if the service at GRANTRY_ADDR answers /healthz
 //	grantry policy test DIR            run the Rego tests of a policy folder; fail if any fails
+//	grantry version                    print the version, the revision and the Go version
+//
+// Every command prints its usage with -h or --help.
 package main
 
 import (

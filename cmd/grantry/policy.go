@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,18 +15,27 @@ import (
 	"github.com/grantry/grantry/policy"
 )
 
-const policyUsage = "usage: grantry policy test DIR"
-
 // policyCommand runs `grantry policy test DIR`: it compiles the .rego files below DIR, runs
 // their tests, prints each result, and fails when the folder is not a policy Grantry could
 // serve (it does not compile, or lacks allow or allow_all), has no tests, or any test fails:
 // the gate a policy repository's CI can run. It is stricter than a reload, which also loads
 // a folder without tests (nothing failed); a policy repository is expected to have some.
 func policyCommand(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) != 2 || args[0] != "test" {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, policyUsage)
+		return flag.ErrHelp
+	}
+	if len(args) == 0 || args[0] != "test" {
 		return errors.New(policyUsage)
 	}
-	dir := args[1]
+	rest, err := parse(newFlags("policy test"), args[1:], policyUsage, stdout)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return errors.New(policyUsage)
+	}
+	dir := rest[0]
 	mods, err := policy.LoadDir(dir)
 	if err != nil {
 		return err

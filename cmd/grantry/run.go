@@ -35,34 +35,46 @@ const usage = `usage:
   grantry secrets rotate             re-seal every stored third-party secret under GRANTRY_SECRET_KEY
   grantry healthcheck                exit 0 if the service at GRANTRY_ADDR answers /healthz
   grantry policy test DIR            run the Rego tests of a policy folder; fail if any fails
-Run "grantry serve -h" for the flags; every setting is also a GRANTRY_* variable.`
+  grantry version                    print the version, the revision and the Go version
+Run "grantry COMMAND -h" for a command's usage and flags; every setting is also a GRANTRY_* variable.`
 
 // run is the whole program, minus the process: tests call it with their own arguments,
-// environment and output.
+// environment and output. A command asked for its usage (-h, --help) prints it to stdout and
+// succeeds.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	err := command(ctx, args, getenv, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+func command(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
 	switch args[0] {
 	case "serve":
-		return serve(ctx, args[1:], getenv, stderr)
+		return serve(ctx, args[1:], getenv, stdout, stderr)
 	case "org", "apikey":
 		return admin(ctx, args, getenv, stdout)
 	case "secrets":
 		return secrets(ctx, args[1:], getenv, stdout, stderr)
 	case "healthcheck":
-		return healthcheck(ctx, getenv, stdout)
+		return healthcheck(ctx, args[1:], getenv, stdout)
 	case "policy":
 		return policyCommand(ctx, args[1:], stdout)
-	case "help", "-h", "--help":
+	case "version":
+		return version(args[1:], stdout)
+	case "help", "-h", "--h", "-help", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 }
 
-func serve(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := settings("serve", args, getenv, stderr)
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := settings("serve", serveUsage, args, getenv, stdout)
 	if err != nil {
 		return err
 	}
@@ -156,14 +168,17 @@ func policySource(dir string) string {
 }
 
 // settings reads the settings from the environment, then the flags of the command called
-// name, and checks them.
-func settings(name string, args []string, getenv func(string) string, stderr io.Writer) (config.Config, error) {
+// name, and checks them. -h prints usage and the flags to stdout.
+func settings(name, usage string, args []string, getenv func(string) string, stdout io.Writer) (config.Config, error) {
 	cfg := config.FromEnv(getenv)
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags(name)
 	cfg.RegisterFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	rest, err := parse(fs, args, usage, stdout)
+	if err != nil {
 		return cfg, err
+	}
+	if len(rest) > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q\nrun \"grantry %s -h\" for usage", rest[0], name)
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("invalid settings:\n%w", err)
@@ -191,10 +206,8 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (storag
 
 // gcPercent is the garbage collector's goal, GOGC, unless the environment sets one. The check
 // path's cache keeps a large live heap that barely changes, which Go's default of 100 marks
-// again each time the heap doubles: about a tenth of a loaded server's CPU (gctrace). At 200,
-// two alternating pairs of runs of the make bench workload took 67 and 78 µs of user CPU per
-// check against 82 and 112 µs at 100, for a heap that may grow to three times the live data
-// instead of two.
+// again each time the heap doubles; 200 spends less CPU on it, for a heap that may grow to
+// three times the live data instead of two (docs/operations.md has the figures).
 const gcPercent = 200
 
 // tuneGC sets the garbage collector's goal to gcPercent unless GOGC is set, and returns the
@@ -262,7 +275,7 @@ func keepResident(ctx context.Context, srv *api.Server, log *slog.Logger, cs *cl
 				log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
 			case read.Users > 0 || read.Groups > 0 || read.Full:
 				log.Info("users' grants read into memory", "users", read.Users-read.Dropped, "groups", read.Groups, "grants", read.Grants,
-					"written_meanwhile", read.Dropped, "took", took.Round(time.Millisecond), "every_user", !read.Full)
+					"written_meanwhile", read.Dropped, "took", took.Round(time.Millisecond).String(), "every_user", !read.Full)
 			}
 		})
 	})

@@ -115,4 +115,5 @@ func TestServeReadsGrantsIn(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
+	checkLoggedDurations(t, stderr.String())
 }

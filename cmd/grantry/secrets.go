@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -76,10 +77,14 @@ func integrations(cfg config.Integrations, sealer *seal.Sealer) api.Integrations
 // stored secret not sealed under the current master key is opened (with it or a previous key)
 // and sealed again under the current one. It prints counts, never a secret.
 func secrets(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "rotate" {
-		return fmt.Errorf("unknown or incomplete command %q\n%s", strings.Join(append([]string{"secrets"}, args...), " "), usage)
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(stdout, secretsUsage)
+		return flag.ErrHelp
 	}
-	cfg, err := settings("secrets rotate", args[1:], getenv, stderr)
+	if len(args) == 0 || args[0] != "rotate" {
+		return fmt.Errorf("unknown or incomplete command %q\n%s", strings.Join(append([]string{"secrets"}, args...), " "), secretsUsage)
+	}
+	cfg, err := settings("secrets rotate", secretsUsage, args[1:], getenv, stdout)
 	if err != nil {
 		return err
 	}
