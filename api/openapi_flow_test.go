@@ -182,8 +182,9 @@ var apiFlow = []step{
 	{"metrics", request{method: "GET", path: "/metrics"}, 200, nil},
 	{"the document", request{method: "GET", path: "/openapi.json"}, 200, nil},
 	{"the docs page", request{method: "GET", path: "/docs"}, 200, nil},
-	{"its script", request{method: "GET", path: "/docs/docs.js"}, 200, nil},
-	{"its style", request{method: "GET", path: "/docs/docs.css"}, 200, nil},
+	{"its script", request{method: "GET", path: "/docs/swagger-ui-bundle.js"}, 200, nil},
+	{"its style", request{method: "GET", path: "/docs/swagger-ui.css"}, 200, nil},
+	{"its icon", request{method: "GET", path: "/docs/favicon-32x32.png"}, 200, nil},
 	{"no such asset", request{method: "GET", path: "/docs/app.js"}, 404, nil},
 
 	{"create an organization", request{method: "POST", path: "/admin/orgs", token: "ADMIN", body: `{"name":"acme"}`}, 200,

@@ -135,6 +135,35 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	if got := ids["check_access_by_resource_id"]; got != "POST /provisions/can_user_access" {
 		t.Errorf("operationId check_access_by_resource_id is on %q, want POST /provisions/can_user_access", got)
 	}
+
+	// Contract-testing tools run from the document alone: they need a server to send to and a
+	// value for every path parameter.
+	servers, _ := spec.tree["servers"].([]any)
+	if first, _ := firstOf(servers).(map[string]any); first == nil || first["url"] != "/" {
+		t.Errorf("servers = %v, want a first entry with url \"/\", the Grantry serving the document", spec.tree["servers"])
+	}
+	for _, o := range spec.ops {
+		params, _ := o.Op["parameters"].([]any)
+		for _, p := range params {
+			p, _ := p.(map[string]any)
+			if p["in"] != "path" {
+				continue
+			}
+			if ex, ok := p["example"].(string); !ok || ex == "" {
+				t.Errorf("%s %s: path parameter %v has no example", o.Method, o.Path, p["name"])
+			} else if enum, ok := p["schema"].(map[string]any)["enum"].([]any); ok && !slices.Contains(enum, any(ex)) {
+				t.Errorf("%s %s: the example %q of path parameter %v is not one of %v", o.Method, o.Path, ex, p["name"], enum)
+			}
+		}
+	}
+}
+
+// firstOf is xs[0], or nil when xs is empty.
+func firstOf(xs []any) any {
+	if len(xs) == 0 {
+		return nil
+	}
+	return xs[0]
 }
 
 // checkRefsResolve fails for every $ref under node that does not name a part of the document.

@@ -23,8 +23,9 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/readyz", s.readyz)
 	r.GET("/metrics", s.serveMetrics)
 	r.GET("/openapi.json", s.serveOpenAPI)
-	r.GET("/docs", s.serveDocs)
-	r.GET("/docs/:asset", s.serveDocsAsset)
+	docs := newDocs()
+	r.GET("/docs", docs.servePage)
+	r.GET("/docs/:asset", s.serveDocsAsset(docs))
 
 	a := r.Group("", s.authenticate, s.rateLimit, s.authorize)
 	list := func(path string, h gin.HandlerFunc) { withSlash(a, http.MethodGet, path, h) }
