@@ -26,14 +26,14 @@ test: ## Run every test: Go, Rego, both stores (FILTER=regexp runs a subset)
 	$(GO) test $(RACE) -pgo=off -count=1 -run '$(FILTER)' ./...
 
 .PHONY: bench
-bench: build ## Go benchmarks, then Grantry vs OPA vs bare net/http over HTTP (BENCH_DURATION a run)
+bench: build ## Go benchmarks, then Grantry vs OPA vs bare net/http over HTTP; results in bench/results/
 	$(GO) test -run '^$$' -bench '$(FILTER)' -benchmem ./...
 	$(GO) build -o bin/grantry-bench ./cmd/grantry-bench
 	$(GO) build -o bin/opa github.com/open-policy-agent/opa
 	bin/grantry-bench run -grantry $(BIN) -opa bin/opa -duration $(BENCH_DURATION)
 
 .PHONY: bench-large
-bench-large: build ## Grantry's checks and memory with 1,000,000 users × 20 grants
+bench-large: build ## Grantry's checks and memory with 1,000,000 users × 20 grants; results in bench/results/
 	$(GO) build -o bin/grantry-bench ./cmd/grantry-bench
 	bin/grantry-bench scale -grantry $(BIN) -duration $(BENCH_DURATION)
 

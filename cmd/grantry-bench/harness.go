@@ -62,6 +62,7 @@ type harness struct {
 // harnessFlags are the flags shared by run and scale.
 type harnessFlags struct {
 	grantry, dir, pin string
+	results           string // folder of the results files; empty: none written
 	keep              bool
 	conns, runs       int
 	duration, warmup  time.Duration
@@ -80,6 +81,7 @@ func (f *harnessFlags) register(fs *flag.FlagSet, getenv func(string) string) er
 	fs.StringVar(&f.grantry, "grantry", "bin/grantry", "the grantry binary")
 	fs.StringVar(&f.dir, "dir", "", "work folder for seeded data and server logs (default: a new temporary folder, removed at the end)")
 	fs.BoolVar(&f.keep, "keep", false, "keep the work folder")
+	fs.StringVar(&f.results, "results", "bench/results", "folder to write the results into, as a JSON file named after the date and commit; empty: none")
 	fs.StringVar(&f.pin, "pin", "auto", "auto: pin with taskset when it exists and there are 2 CPUs; off: never")
 	fs.IntVar(&f.conns, "conns", 32, "keep-alive connections of the load generator")
 	fs.IntVar(&f.runs, "runs", 3, "measured runs per system; the table shows their median")
@@ -399,8 +401,7 @@ type step struct {
 
 // interleave orders the runs of systems: each system's first target in turn, run by run (every
 // system's first run, then every one's second, and so on), then each system's other targets,
-// run after run. The speed of this shared machine drifts over minutes (the ceiling took
-// 40.0–42.4 µs a check in one round's runs, 40.1–43.7 µs in the next's); runs in turn give
+// run after run. The speed of a shared machine drifts over minutes; runs in turn give
 // every system its share of each spell, so that the ratios of their medians compare like with
 // like. The other targets (Grantry's writes, which change its store) come after every check.
 func interleave(systems []measured, runs int) []step {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -65,7 +64,7 @@ func median(xs []float64) float64 {
 
 // report is what `grantry-bench run` prints.
 type report struct {
-	machine  string
+	machine  machineInfo
 	workload params
 	seeded   seeding
 	h        *harness
@@ -97,7 +96,7 @@ func (s series) label() string {
 func (r report) write(w io.Writer) {
 	p, h := r.workload, r.h
 	fmt.Fprintf(w, "\nGrantry side-by-side benchmark\n")
-	fmt.Fprintf(w, "machine:  %d CPUs, %s; %s %s/%s\n", runtime.NumCPU(), r.machine, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(w, "machine:  %s\n", r.machine)
 	fmt.Fprintf(w, "workload: seed %d; %s users × %d grants over %s resources (grantry.db %s, OPA data.json %s, seeded in %s);\n",
 		p.Seed, thousands(p.Users), p.Grants, thousands(p.Resources), mib(r.seeded.storeSize), mib(r.seeded.dataSize), r.seeded.took.Round(100*time.Millisecond))
 	fmt.Fprintf(w, "          checks 50/50 granted/not granted, %s pre-generated, the same sequence for every server\n", thousands(p.Checks))
@@ -140,51 +139,72 @@ func (r report) write(w io.Writer) {
 
 	fmt.Fprintln(w)
 	places := h.placements()
-	head := []any{"ratios"}
+	fmt.Fprintf(w, "%-34s", "ratios")
 	for _, pl := range places {
-		head = append(head, pl.name)
+		fmt.Fprintf(w, "%12s", pl.name)
 	}
-	fmt.Fprintf(w, "%-34s", head[0])
-	for _, c := range head[1:] {
-		fmt.Fprintf(w, "%12s", c)
+	fmt.Fprintf(w, "   target\n")
+	for _, rt := range r.ratios() {
+		fmt.Fprintf(w, "%-34s", rt.name)
+		for _, pl := range places {
+			fmt.Fprintf(w, "%12s", rt.format(pl.name))
+		}
+		fmt.Fprintf(w, "   %s\n", rt.target)
 	}
-	fmt.Fprintf(w, "   issue 8 target\n")
+}
+
+// ratio is one line under the table: a figure per placement, where it was measured.
+type ratio struct {
+	name, target string
+	count        bool               // a rate of requests, not a quotient
+	values       map[string]float64 // by placement
+}
+
+func (rt ratio) format(placement string) string {
+	v, ok := rt.values[placement]
+	switch {
+	case !ok:
+		return "-"
+	case rt.count:
+		return thousands(int(v + 0.5))
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+// ratios are Grantry's figures against the other systems', with the target each is held to;
+// then the same for Grantry logging as OPA's server does here (no decision log, no access
+// log), which shows what its logs cost rather than what the targets are measured on.
+func (r report) ratios() []ratio {
 	// summaries are what one placement's ratios are made of.
 	type summaries struct{ grantry, opa, ceiling, writes, logsOff summary }
-	ratio := func(name, target string, f func(m summaries) string) {
-		fmt.Fprintf(w, "%-34s", name)
-		for _, pl := range places {
-			fmt.Fprintf(w, "%12s", f(summaries{
+	of := func(name, target string, count bool, f func(m summaries) (float64, float64)) ratio {
+		rt := ratio{name: name, target: target, count: count, values: map[string]float64{}}
+		for _, pl := range r.h.placements() {
+			a, b := f(summaries{
 				grantry: r.find(pl.name, systemGrantry, targetGrantry),
 				opa:     r.find(pl.name, systemOPA, targetOPA),
 				ceiling: r.find(pl.name, systemCeiling, targetCeiling),
 				writes:  r.find(pl.name, systemGrantry, targetWrites),
 				logsOff: r.find(pl.name, systemGrantryLogsOff, targetGrantry),
-			}))
+			})
+			if a != 0 && b != 0 {
+				rt.values[pl.name] = a / b
+			}
 		}
-		fmt.Fprintf(w, "   %s\n", target)
+		return rt
 	}
-	times := func(a, b float64) string {
-		if a == 0 || b == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f×", a/b)
+	cpu := func(s summary) float64 { return float64(s.cpu) }
+	p99 := func(s summary) float64 { return float64(s.p99) }
+	return []ratio{
+		of("Grantry / OPA, req/s", "≥ 2.5×", false, func(m summaries) (float64, float64) { return m.grantry.rps, m.opa.rps }),
+		of("Grantry / ceiling, req/s", "≥ 0.70×", false, func(m summaries) (float64, float64) { return m.grantry.rps, m.ceiling.rps }),
+		of("Grantry / ceiling, CPU µs/req", "≤ 1.4×", false, func(m summaries) (float64, float64) { return cpu(m.grantry), cpu(m.ceiling) }),
+		of("Grantry / OPA, p99", "< 1×", false, func(m summaries) (float64, float64) { return p99(m.grantry), p99(m.opa) }),
+		of("Grantry grant+revoke, req/s", "≥ 5,000", true, func(m summaries) (float64, float64) { return m.writes.rps, 1 }),
+		of("logs off / OPA, req/s", "(information)", false, func(m summaries) (float64, float64) { return m.logsOff.rps, m.opa.rps }),
+		of("logs off / ceiling, req/s", "(information)", false, func(m summaries) (float64, float64) { return m.logsOff.rps, m.ceiling.rps }),
+		of("logs off / ceiling, CPU µs/req", "(information)", false, func(m summaries) (float64, float64) { return cpu(m.logsOff), cpu(m.ceiling) }),
 	}
-	ratio("Grantry / OPA, req/s", "≥ 2.5×", func(m summaries) string { return times(m.grantry.rps, m.opa.rps) })
-	ratio("Grantry / ceiling, req/s", "≥ 0.70×", func(m summaries) string { return times(m.grantry.rps, m.ceiling.rps) })
-	ratio("Grantry / ceiling, CPU µs/req", "≤ 1.4×", func(m summaries) string { return times(float64(m.grantry.cpu), float64(m.ceiling.cpu)) })
-	ratio("Grantry / OPA, p99", "< 1×", func(m summaries) string { return times(float64(m.grantry.p99), float64(m.opa.p99)) })
-	ratio("Grantry grant+revoke, req/s", "≥ 5,000", func(m summaries) string {
-		if m.writes.rps == 0 {
-			return "-"
-		}
-		return thousands(int(m.writes.rps + 0.5))
-	})
-	// The same ratios for Grantry logging as OPA's server does here (no decision log, no
-	// access log): what its logs cost, not what the targets are measured on.
-	ratio("logs off / OPA, req/s", "(information)", func(m summaries) string { return times(m.logsOff.rps, m.opa.rps) })
-	ratio("logs off / ceiling, req/s", "(information)", func(m summaries) string { return times(m.logsOff.rps, m.ceiling.rps) })
-	ratio("logs off / ceiling, CPU µs/req", "(information)", func(m summaries) string { return times(float64(m.logsOff.cpu), float64(m.ceiling.cpu)) })
 }
 
 // find returns the summary of one system's target in one placement, zero if it was not

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -44,8 +45,8 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	for i, pl := range h.placements() {
 		grantryTargets := []string{targetGrantry}
 		if *writes && i == 0 {
-			// Writes are measured once, pinned, to keep `make bench` to about six minutes; they
-			// wait on fsync as well as on the CPU (the server was 67–73% busy in four runs).
+			// Writes are measured once, pinned, to keep `make bench` short; they wait on fsync as
+			// well as on the CPU.
 			grantryTargets = append(grantryTargets, targetWrites)
 		}
 		// The three are measured in turn, run by run (interleave); the logs-off Grantry, which
@@ -75,6 +76,9 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 		series:   all,
 	}
 	rep.write(stdout)
+	if err := hf.saveResults(rep.results(), stderr); err != nil {
+		return err
+	}
 	if hf.keep || hf.dir != "" {
 		fmt.Fprintf(stderr, "work folder kept: %s\n", dir)
 	}
@@ -115,24 +119,23 @@ func seedAll(ctx context.Context, dir string, p params, withOPA bool, progress i
 	return s, nil
 }
 
-// machine describes where the benchmark ran, for the report's heading.
-func machine(opa string) string {
-	model := "unknown CPU"
+// machine describes where the benchmark ran: the CPU, and OPA's version when opa is given.
+func machine(opa string) machineInfo {
+	m := machineInfo{CPU: "unknown CPU", CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version()}
 	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.Lines(string(raw)) {
 			if name, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
-				model = strings.TrimSpace(value)
+				m.CPU = strings.TrimSpace(value)
 				break
 			}
 		}
 	}
-	desc := model
 	if opa != "" {
 		if out, err := exec.Command(opa, "version").Output(); err == nil {
 			if first, _, _ := strings.Cut(string(out), "\n"); first != "" {
-				desc += "; OPA " + strings.TrimSpace(strings.TrimPrefix(first, "Version:"))
+				m.OPA = strings.TrimSpace(strings.TrimPrefix(first, "Version:"))
 			}
 		}
 	}
-	return desc
+	return m
 }

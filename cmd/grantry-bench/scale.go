@@ -13,9 +13,8 @@ import (
 // memory with a million users × 20 grants, beside the same figures for the 10,000-user workload
 // of `make bench`, measured in the same way in the same invocation. Both workloads are seeded
 // first; then a server of each is started and their runs take turns (interleave), so that the
-// ratio compares runs made in the same spells of this shared machine. Measured one workload
-// after the other, minutes apart, it moved from 0.77× to 0.94× between runs of the same code
-// as a slow spell fell on one half or the other.
+// ratio compares runs made in the same spells of a shared machine, which one workload measured
+// after the other, minutes apart, would not.
 func scaleCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var hf harnessFlags
 	fs, err := hf.flagSet("scale", getenv, stderr)
@@ -41,7 +40,7 @@ func scaleCmd(ctx context.Context, args []string, getenv func(string) string, st
 		seeded seeding
 		s      series
 	}
-	var results []result
+	var measuredRuns []result
 	var systems []measured
 	for i, p := range []params{base, large} {
 		d := filepath.Join(dir, strconv.Itoa(i))
@@ -49,15 +48,15 @@ func scaleCmd(ctx context.Context, args []string, getenv func(string) string, st
 		if err != nil {
 			return err
 		}
-		results = append(results, result{p: p, seeded: seeded})
+		measuredRuns = append(measuredRuns, result{p: p, seeded: seeded})
 		systems = append(systems, measured{systemGrantry, []string{targetGrantry}, d, p})
 	}
 	s, err := h.measureAll(ctx, systems, pl)
 	if err != nil {
 		return err
 	}
-	for i := range results {
-		results[i].s = s[i]
+	for i := range measuredRuns {
+		measuredRuns[i].s = s[i]
 	}
 
 	fmt.Fprintf(stdout, "\nGrantry at scale: can_user_access over HTTP, %s\n", pl.name)
@@ -67,7 +66,7 @@ func scaleCmd(ctx context.Context, args []string, getenv func(string) string, st
 	fmt.Fprintf(stdout, row, "users", "grants", "grantry.db", "seeded in", "req/s", "p50", "p99", "µs/req", "server", "other", "VmRSS", "VmHWM", "RssAnon", "wrong", "errors")
 	fmt.Fprintf(stdout, row, "", "", "", "", "", "", "", "srv CPU", "CPU", "CPU", "", "", "", "", "")
 	disturbed := false
-	for _, r := range results {
+	for _, r := range measuredRuns {
 		sum := summarize(r.s.runs)
 		fmt.Fprintf(stdout, row, thousands(r.p.Users), strconv.Itoa(r.p.Grants), mib(r.seeded.storeSize),
 			r.seeded.took.Round(time.Second).String(), thousands(int(sum.rps+0.5)), ms(sum.p50), ms(sum.p99),
@@ -79,9 +78,20 @@ func scaleCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if disturbed {
 		fmt.Fprintln(stdout, disturbedWarning)
 	}
-	b, l := summarize(results[0].s.runs), summarize(results[1].s.runs)
-	fmt.Fprintf(stdout, "\n%s users / %s users, req/s: %.2f×   (issue 8 target ≥ 0.80×)\n", thousands(large.Users), thousands(base.Users), l.rps/b.rps)
+	b, l := summarize(measuredRuns[0].s.runs), summarize(measuredRuns[1].s.runs)
+	rt := ratio{name: thousands(large.Users) + " users / " + thousands(base.Users) + " users, req/s", target: "≥ 0.80×",
+		values: map[string]float64{pl.name: l.rps / b.rps}}
+	fmt.Fprintf(stdout, "\n%s: %s   (target %s)\n", rt.name, rt.format(pl.name), rt.target)
 	fmt.Fprintf(stdout, "VmRSS counts the pages of grantry.db that bbolt has mapped and touched; RssAnon is the process's own heap and stacks.\n")
+	res := results{Benchmark: "bench-large", Machine: machine(""), Load: h.loadInfo(),
+		Ratios: []ratioResult{{Name: rt.name, Target: rt.target, Values: rt.values}}}
+	for _, r := range measuredRuns {
+		res.Workloads = append(res.Workloads, workloadOf(r.p, r.seeded))
+		res.Rows = append(res.Rows, rowOf(r.s, "Grantry can_user_access", r.p.Users))
+	}
+	if err := hf.saveResults(res, stderr); err != nil {
+		return err
+	}
 	if hf.keep || hf.dir != "" {
 		fmt.Fprintf(stderr, "work folder kept: %s\n", dir)
 	}
