@@ -18,7 +18,7 @@ type params struct {
 	Checks    int // length of the check sequence the load generator cycles through
 }
 
-// defaultParams is the workload of issue 8: 10,000 users, 1,000 resources, 50 grants each.
+// defaultParams is make bench's workload: 10,000 users, 1,000 resources, 50 grants each.
 func defaultParams() params {
 	return params{Seed: 1, Users: 10_000, Resources: 1_000, Grants: 50, Checks: 1 << 20}
 }
