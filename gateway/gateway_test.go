@@ -74,8 +74,8 @@ func TestPathPattern(t *testing.T) {
 	for path, want := range map[string]string{
 		"/openai/deployments/gpt-4o/chat/completions?api-version=1": "gpt-4o",
 		"/openai/deployments/my%20model/embeddings":                 "my model",
-		"/openai/deployments//chat":                                  "",
-		"/v1/chat/completions":                                       "",
+		"/openai/deployments//chat":                                 "",
+		"/v1/chat/completions":                                      "",
 	} {
 		if got, _ := p.model(path); got != want {
 			t.Errorf("model(%q) = %q, want %q", path, got, want)
