@@ -23,6 +23,12 @@ const keyTTL = 500 * time.Millisecond
 // authenticate resolves the bearer API key to its organization, or answers 401.
 func (s *Server) authenticate(c *gin.Context) {
 	token, ok := apikey.FromHeader(c.GetHeader("Authorization"))
+	s.authenticateKey(c, token, ok)
+}
+
+// authenticateKey resolves the API key token, which the request sent if ok, to its
+// organization, or answers 401.
+func (s *Server) authenticateKey(c *gin.Context, token string, ok bool) {
 	if !ok {
 		s.writeError(c, errNotAuthenticated)
 		return

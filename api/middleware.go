@@ -103,14 +103,16 @@ func (s *Server) recoverPanic(c *gin.Context) {
 	c.Next()
 }
 
-// limitBody refuses a body declared larger than 1 MiB at once, and stops reading an undeclared
-// one at 1 MiB, so that no request body is ever read whole if it is too large.
+// limitBody refuses a body declared larger than 1 MiB (the gateway's: GatewayMaxBody) at once,
+// and stops reading an undeclared one there, so that no request body is ever read whole if it
+// is too large.
 func (s *Server) limitBody(c *gin.Context) {
-	if c.Request.ContentLength > maxBodyBytes {
-		s.writeError(c, errTooLarge)
+	limit := s.bodyLimit(c.Request.URL.Path)
+	if c.Request.ContentLength > limit {
+		s.writeError(c, tooLarge(limit))
 		return
 	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBodyBytes)
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit)
 	c.Next()
 }
 

@@ -49,7 +49,8 @@ type openAPISpec struct {
 // strictlyChecked reports whether the exchanges of the operation at path are held to the
 // strict validator.
 func strictlyChecked(path string) bool {
-	return !strings.HasPrefix(path, "/scim/") && path != "/openapi.json" && !strings.HasPrefix(path, "/docs")
+	return !strings.HasPrefix(path, "/scim/") && path != "/openapi.json" && !strings.HasPrefix(path, "/docs") &&
+		!strings.HasPrefix(path, "/gateway/")
 }
 
 func loadOpenAPI(tb testing.TB) *openAPISpec {
@@ -257,6 +258,8 @@ func TestOpenAPISpecShapes(t *testing.T) {
 			want = `[{"AdminToken":[]}]`
 		case strings.HasPrefix(o.Path, "/scim/v2/"):
 			want = `[{"SCIMToken":[]}]`
+		case strings.HasPrefix(o.Path, "/gateway/"):
+			want = `[{"GatewayKey":[]}]`
 		default:
 			want = "inherited"
 		}

@@ -63,6 +63,7 @@ func (s *Server) routes() *gin.Engine {
 	s.accessRoutes(a)
 
 	s.scimRoutes(r)
+	s.gatewayRoutes(r)
 
 	admin := r.Group("/admin", s.adminOnly)
 	admin.POST("/orgs", s.createOrg)

@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/go-playground/validator/v10"
 
+	"github.com/grantry/grantry/gateway"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
 )
@@ -59,6 +60,9 @@ type Config struct {
 	// reported every change of the other processes: while the feed cannot read the store,
 	// checks read the store (and answer 503 if it is down) rather than trust what may be stale.
 	SharedStore bool
+	// GatewayMaxBody is the largest request body the forward-auth endpoint reads; 0 means
+	// DefaultGatewayMaxBody.
+	GatewayMaxBody int64
 }
 
 // maxStaleness is how long the cache of a shared store is trusted after the change feed last
@@ -101,6 +105,10 @@ type Server struct {
 	shapes   shapeMemo     // the policy's answers by the shape of a question
 	shared   bool
 	lastSync atomic.Int64 // when the change feed last confirmed the cache, in Unix nanoseconds
+
+	gateway        *gateway.Gateway // nil: the gateway endpoints answer 404 (gateway.go)
+	modelNames     modelIndexes
+	gatewayMaxBody int64
 }
 
 // New returns a server that is ready to serve.
@@ -139,6 +147,10 @@ func New(cfg Config) *Server {
 	s.requestTimeout = cfg.RequestTimeout
 	s.integrations = newIntegrations(cfg.Integrations)
 	s.decisions = cfg.Decisions
+	s.gatewayMaxBody = cfg.GatewayMaxBody
+	if s.gatewayMaxBody <= 0 {
+		s.gatewayMaxBody = DefaultGatewayMaxBody
+	}
 	s.ready.Store(true)
 	s.router = s.routes()
 	return s

@@ -241,7 +241,8 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 		health = "/health"
 	case systemGrantry, systemGrantryLogsOff:
 		argv, health = []string{h.grantry, "serve"}, "/readyz"
-		env = append(env[:len(env):len(env)], "GRANTRY_ADDR="+addr, "GRANTRY_DATA_DIR="+filepath.Join(dir, grantryDir))
+		env = append(env[:len(env):len(env)], "GRANTRY_ADDR="+addr, "GRANTRY_DATA_DIR="+filepath.Join(dir, grantryDir),
+			"GRANTRY_GATEWAY_USER_HEADER="+benchUserHeader)
 		if system == systemGrantryLogsOff {
 			env = append(env, "GRANTRY_DECISION_LOG=false", "GRANTRY_LOG_LEVEL=error")
 		}

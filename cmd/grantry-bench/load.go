@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -25,7 +26,14 @@ const (
 	targetOPA     = "opa"     // POST /v1/data/grantry/bench/allow, answer {"result": true or false}
 	targetCeiling = "ceiling" // the same request as Grantry's; the answer is always true, not checked
 	targetWrites  = "writes"  // Grantry: add_to_user then remove_from_user of a not-granted pair
+	// targetForwardAuth asks Grantry's forward-auth about an OpenAI chat completion for a
+	// model, the user in benchUserHeader: 200 when granted, 403 when not.
+	targetForwardAuth = "forward-auth"
 )
+
+// benchUserHeader is the header forward-auth reads users from in the benchmark
+// (GRANTRY_GATEWAY_USER_HEADER of the Grantry it starts).
+const benchUserHeader = "X-Bench-User"
 
 // loadResult is what one load run measured. Durations are nanoseconds in JSON.
 type loadResult struct {
@@ -111,6 +119,10 @@ type exchange struct {
 	path string
 	body []byte
 	want []byte // nil: any body will do
+	// header holds header lines of this request alone ("Name: value\r\n"); status is the
+	// status it must answer, 0 meaning 200.
+	header []byte
+	status int
 }
 
 // target turns a pair of the workload into the requests that ask one system about it.
@@ -138,17 +150,17 @@ func newTarget(name string, w *workload) (*target, error) {
 	switch name {
 	case targetGrantry:
 		t.ask = func(p pair, dst []exchange) []exchange {
-			return append(dst, exchange{"/provisions/can_user_access", body(p), answers[p.Granted]})
+			return append(dst, exchange{path: "/provisions/can_user_access", body: body(p), want: answers[p.Granted]})
 		}
 	case targetCeiling:
 		t.ask = func(p pair, dst []exchange) []exchange {
-			return append(dst, exchange{"/provisions/can_user_access", body(p), nil})
+			return append(dst, exchange{path: "/provisions/can_user_access", body: body(p), want: nil})
 		}
 	case targetOPA:
 		opaAnswers := map[bool][]byte{true: []byte(`{"result":true}`), false: []byte(`{"result":false}`)}
 		t.ask = func(p pair, dst []exchange) []exchange {
 			b := append(append([]byte(`{"input":`), body(p)...), '}')
-			return append(dst, exchange{opaQueryPath, b, opaAnswers[p.Granted]})
+			return append(dst, exchange{path: opaQueryPath, body: b, want: opaAnswers[p.Granted]})
 		}
 	case targetWrites:
 		// Each pair is granted, then revoked: the store ends as it began, and a later run
@@ -157,11 +169,23 @@ func newTarget(name string, w *workload) (*target, error) {
 		t.ask = func(p pair, dst []exchange) []exchange {
 			b := body(p)
 			return append(dst,
-				exchange{"/provisions/add_to_user", b, []byte(`{"user_id":` + users[p.User] + `}`)},
-				exchange{"/provisions/remove_from_user", b, nil})
+				exchange{path: "/provisions/add_to_user", body: b, want: []byte(`{"user_id":` + users[p.User] + `}`)},
+				exchange{path: "/provisions/remove_from_user", body: b, want: nil})
+		}
+	case targetForwardAuth:
+		// Only models can be asked about through a gateway: the check sequences' pairs of models.
+		t.seq, t.warm = modelPairs(w.Checks), modelPairs(w.Warmup)
+		t.ask = func(p pair, dst []exchange) []exchange {
+			status := http.StatusForbidden
+			if p.Granted {
+				status = http.StatusOK
+			}
+			b := []byte(`{"model":"` + resourceName(int(p.Resource)) + `","messages":[{"role":"user","content":"Hello"}]}`)
+			h := []byte(benchUserHeader + ": " + userID(int(p.User)) + "\r\n")
+			return append(dst, exchange{path: "/gateway/auth", body: b, header: h, status: status})
 		}
 	default:
-		return nil, fmt.Errorf("unknown target %q (want grantry, opa, ceiling or writes)", name)
+		return nil, fmt.Errorf("unknown target %q (want grantry, opa, ceiling, writes or forward-auth)", name)
 	}
 	return t, nil
 }
@@ -181,7 +205,7 @@ type generator struct {
 func (g *generator) measure(ctx context.Context, warmup, duration time.Duration, run, runs int) (loadResult, error) {
 	clients := make([]*client, g.conns)
 	for i := range clients {
-		clients[i] = newClient(g.addr, g.key)
+		clients[i] = newClient(g.addr, g.key, g.target.name == targetForwardAuth)
 		defer clients[i].close()
 	}
 	if warmup > 0 {
@@ -236,7 +260,7 @@ func (g *generator) round(ctx context.Context, clients []*client, seq []pair, of
 				// followed by its revoke; only those answered in time are counted.
 				for _, x := range xs {
 					begin := time.Now()
-					status, body, err := c.post(x.path, x.body)
+					status, body, err := c.post(x.path, x.header, x.body)
 					end := time.Now()
 					if end.After(deadline) {
 						continue
@@ -244,7 +268,7 @@ func (g *generator) round(ctx context.Context, clients []*client, seq []pair, of
 					switch {
 					case err != nil:
 						fail(err)
-					case status != 200:
+					case status != max(x.status, 200):
 						fail(fmt.Errorf("POST %s answered %d: %.200s", x.path, status, body))
 					default:
 						if x.want != nil && !bytes.Equal(bytes.TrimSpace(body), x.want) {
@@ -326,9 +350,12 @@ type client struct {
 	body   []byte
 }
 
-func newClient(addr, key string) *client {
+func newClient(addr, key string, gateway bool) *client {
 	h := "Host: " + addr + "\r\nContent-Type: application/json\r\nAccept: application/json\r\n"
-	if key != "" {
+	switch {
+	case key != "" && gateway:
+		h += "X-Grantry-Key: " + key + "\r\n"
+	case key != "":
 		h += "Authorization: Bearer " + key + "\r\n"
 	}
 	return &client{addr: addr, header: []byte(h)}
@@ -355,7 +382,7 @@ func (c *client) close() {
 
 // post sends one request and returns the status and body of its answer. The body is valid until
 // the next call. After an error the connection is dropped; the next call opens another.
-func (c *client) post(path string, body []byte) (int, []byte, error) {
+func (c *client) post(path string, header, body []byte) (int, []byte, error) {
 	if err := c.connect(); err != nil {
 		return 0, nil, err
 	}
@@ -363,6 +390,7 @@ func (c *client) post(path string, body []byte) (int, []byte, error) {
 	c.out = append(c.out, path...)
 	c.out = append(c.out, " HTTP/1.1\r\n"...)
 	c.out = append(c.out, c.header...)
+	c.out = append(c.out, header...)
 	c.out = append(c.out, "Content-Length: "...)
 	c.out = strconv.AppendInt(c.out, int64(len(body)), 10)
 	c.out = append(c.out, "\r\n\r\n"...)
@@ -474,4 +502,15 @@ func readChunked(r *bufio.Reader, buf []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+}
+
+// modelPairs are the pairs of pairs whose resource is a model (resourceKind).
+func modelPairs(pairs []pair) []pair {
+	var out []pair
+	for _, p := range pairs {
+		if resourceKind(int(p.Resource)) == "model" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -82,10 +82,10 @@ func TestClientKeepsConnectionAlive(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 
-	c := newClient(srv.Listener.Addr().String(), "k")
+	c := newClient(srv.Listener.Addr().String(), "k", false)
 	defer c.close()
 	for i, body := range []string{`1`, `"two"`, `"close"`, `4`} {
-		status, got, err := c.post("/p", []byte(body))
+		status, got, err := c.post("/p", nil, []byte(body))
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}

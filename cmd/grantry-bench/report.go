@@ -79,10 +79,11 @@ var disturbedWarning = fmt.Sprintf("WARNING: other work kept the machine busy du
 
 // labels name each target in the table.
 var labels = map[string]string{
-	targetCeiling: "ceiling (bare net/http)",
-	targetOPA:     "OPA server",
-	targetGrantry: "Grantry can_user_access",
-	targetWrites:  "Grantry grant+revoke",
+	targetCeiling:     "ceiling (bare net/http)",
+	targetOPA:         "OPA server",
+	targetGrantry:     "Grantry can_user_access",
+	targetWrites:      "Grantry grant+revoke",
+	targetForwardAuth: "Grantry forward-auth",
 }
 
 // label names a series in the table.

@@ -43,7 +43,8 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	var all []series
 	for i, pl := range h.placements() {
-		grantryTargets := []string{targetGrantry}
+		// Forward-auth is measured on the same server, in the same runs, as can_user_access.
+		grantryTargets := []string{targetGrantry, targetForwardAuth}
 		if *writes && i == 0 {
 			// Writes are measured once, pinned, to keep `make bench` short; they wait on fsync as
 			// well as on the CPU.

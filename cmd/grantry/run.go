@@ -120,7 +120,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv := api.New(api.Config{Store: store, Decider: live, Decisions: recorder(decisions), Logger: log, AdminToken: cfg.AdminToken,
 		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		Integrations: integrations(cfg.Integrations, sealer), CacheEntries: cacheEntries(cfg.CacheEntries),
-		ResidentGrants: cfg.ResidentGrants, SharedStore: cfg.MongoURI != ""})
+		ResidentGrants: cfg.ResidentGrants, SharedStore: cfg.MongoURI != "", GatewayMaxBody: int64(cfg.Gateway.MaxBody)})
+	if err := startGateway(cfg.Gateway, srv, log, cs); err != nil {
+		return err
+	}
 	if err := exposeMetrics(srv, decisions, live, raw); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

@@ -42,6 +42,8 @@ type Config struct {
 
 	LogLevel slog.Level // GRANTRY_LOG_LEVEL: the least severe level logged (logging.go)
 
+	Gateway Gateway // GRANTRY_GATEWAY_*, GRANTRY_EXTAUTHZ_ADDR (gateway.go)
+
 	// unparsed says, for each variable set to a value that its reader could not parse and that
 	// has no value of its own to mark it (as -1 marks a whole number), what it must be.
 	unparsed []error
@@ -67,6 +69,8 @@ func Default() Config {
 		Preload:        DefaultPreload,
 
 		LogLevel: DefaultLogLevel,
+
+		Gateway: DefaultGateway(),
 	}
 }
 
@@ -92,6 +96,7 @@ func FromEnv(getenv func(string) string) Config {
 	c.readDecisionLog(getenv)
 	c.readCache(getenv)
 	c.readLogging(getenv)
+	c.readGateway(getenv)
 	return c
 }
 
@@ -107,6 +112,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.registerDecisionLogFlags(fs)
 	c.registerCacheFlags(fs)
 	c.registerLoggingFlags(fs)
+	c.registerGatewayFlags(fs)
 }
 
 // Validate reports every problem with the settings at once.
@@ -139,6 +145,7 @@ func (c Config) Validate() error {
 	errs = append(errs, c.validateIntegrations()...)
 	errs = append(errs, c.validateDecisionLog()...)
 	errs = append(errs, c.validateCache()...)
+	errs = append(errs, c.validateGateway()...)
 	errs = append(errs, c.unparsed...)
 	return errors.Join(errs...)
 }
@@ -182,6 +189,9 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("resident_grants", c.ResidentGrants),
 		slog.Bool("preload", c.Preload),
 		slog.String("log_level", c.LogLevel.String()),
+		slog.String("gateway_user_header", c.Gateway.UserHeader),
+		slog.Bool("gateway_jwt", c.Gateway.JWT()),
+		slog.String("extauthz_addr", c.Gateway.ExtAuthzAddr),
 	)
 }
 
