@@ -260,6 +260,9 @@ func TestSCIMErrors(t *testing.T) {
 		{"body not an object", "POST", "/scim/v2/Users", `["userName"]`, nil, 400, "invalidSyntax"},
 		{"no body", "POST", "/scim/v2/Groups", ``, nil, 400, "invalidSyntax"},
 		{"no userName", "POST", "/scim/v2/Users", `{"name":{"givenName":"X"}}`, nil, 400, "invalidValue"},
+		{"no userName, but emails", "POST", "/scim/v2/Users", `{"emails":[{"value":"x@example.com","type":"work","primary":true}]}`, nil, 400, "invalidValue"},
+		{"an empty userName", "POST", "/scim/v2/Users", `{"userName":"","emails":[{"value":"x@example.com"}]}`, nil, 400, "invalidValue"},
+		{"PUT without userName", "PUT", "/scim/v2/Users/" + id, `{"emails":[{"value":"ada@example.com","primary":true}],"active":true}`, nil, 400, "invalidValue"},
 		{"userName not a string", "POST", "/scim/v2/Users", `{"userName":42}`, nil, 400, "invalidValue"},
 		{"userName too long", "POST", "/scim/v2/Users", `{"userName":"` + strings.Repeat("a", 257) + `"}`, nil, 400, "invalidValue"},
 		{"no displayName", "POST", "/scim/v2/Groups", `{"members":[]}`, nil, 400, "invalidValue"},
@@ -442,5 +445,44 @@ func TestSCIMSearch(t *testing.T) {
 			}
 			jsonEqual(t, r.Body, tt.want)
 		})
+	}
+}
+
+// TestSCIMGroupPatchAnswer: a group PATCH answers 204 with the new ETag and no body, as Entra
+// ID expects, unless the request asks for attributes: then 200 with the group, projected.
+func TestSCIMGroupPatchAnswer(t *testing.T) {
+	f := newFixture(t)
+	_, key := f.org("acme")
+	_, token := f.scimIntegration(key, "okta")
+	ada := f.scimUser(token, "ada@example.com")
+	r := f.scimDo("POST", "/scim/v2/Groups", token, `{"displayName":"eng"}`)
+	g := decode[struct{ ID string }](t, r).ID
+	created := r.Header.Get("ETag")
+	add := `{"Operations":[{"op":"add","path":"members","value":[{"value":"` + ada + `","display":"Ada L."}]}]}`
+
+	r = f.scimDo("PATCH", "/scim/v2/Groups/"+g, token, add)
+	if r.Status != http.StatusNoContent || len(r.Body) != 0 || r.Header.Get("ETag") == "" || r.Header.Get("ETag") == created {
+		t.Fatalf("PATCH = %d %q, ETag %q (was %q); want 204, no body, a new ETag", r.Status, r.Body, r.Header.Get("ETag"), created)
+	}
+	if got := f.scimDo("GET", "/scim/v2/Groups/"+g, token, ""); got.Header.Get("ETag") != r.Header.Get("ETag") {
+		t.Errorf("GET ETag = %q, the PATCH's %q", got.Header.Get("ETag"), r.Header.Get("ETag"))
+	}
+	for _, q := range []string{"?attributes=members", "?excludedAttributes=displayName"} {
+		r = f.scimDo("PATCH", "/scim/v2/Groups/"+g+q, token, `{"Operations":[{"op":"replace","path":"externalId","value":"e`+q+`"}]}`)
+		if r.Status != http.StatusOK {
+			t.Fatalf("PATCH%s = %d %s, want 200", q, r.Status, r.Body)
+		}
+		body := decode[map[string]any](t, r)
+		if q == "?attributes=members" && (body["displayName"] != nil || body["externalId"] != nil) {
+			t.Errorf("PATCH%s = %s, want only id, schemas and members", q, r.Body)
+		}
+		if q == "?excludedAttributes=displayName" && (body["displayName"] != nil || body["externalId"] != "e"+q) {
+			t.Errorf("PATCH%s = %s, want the group without displayName", q, r.Body)
+		}
+		jsonEqual(t, []byte(extract(t, r.Body, "members")), `[{"value":"`+ada+`","display":"Ada L.","$ref":"http://example.com/scim/v2/Users/`+ada+`","type":"User"}]`)
+	}
+	// A user's PATCH still answers with the user.
+	if r := f.scimDo("PATCH", "/scim/v2/Users/"+ada, token, patchInactive); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"active":false`) {
+		t.Errorf("user PATCH = %d %s, want 200 with the user", r.Status, r.Body)
 	}
 }

@@ -76,15 +76,12 @@ func userResource(c *gin.Context, u storage.User) (map[string]any, error) {
 func userVersion(u storage.User) string { return scimVersion(u.ModifiedAt.UnixMilli()) }
 
 // setUserAttributes makes u what the SCIM attributes doc say, and moves ModifiedAt to now if
-// anything changed. userName is required; when it is absent the primary (or else the work, or
-// else the first) email stands in. active, when absent, stays as it was: a PUT that leaves it
-// out must not bring a deactivated user back.
+// anything changed. userName is required (RFC 7643 §4.1.1): nothing else stands in for it.
+// active, when absent, stays as it was: a PUT that leaves it out must not bring a deactivated
+// user back.
 func setUserAttributes(u *storage.User, doc map[string]any, now time.Time) error {
 	before := *u
 	userName, _ := doc["userName"].(string)
-	if userName == "" {
-		userName = pickEmail(doc["emails"])
-	}
 	if userName == "" {
 		return &scim.Error{Type: scim.InvalidValue, Detail: "userName is required"}
 	}
@@ -127,30 +124,6 @@ func setUserAttributes(u *storage.User, doc map[string]any, now time.Time) error
 		u.ModifiedAt = now
 	}
 	return nil
-}
-
-// pickEmail returns the value of the primary email, or else of the work email, or else of the
-// first one.
-func pickEmail(emails any) string {
-	list, _ := emails.([]any)
-	var work, first string
-	for _, e := range list {
-		m, _ := e.(map[string]any)
-		v, _ := m["value"].(string)
-		switch {
-		case v == "":
-		case m["primary"] == true:
-			return v
-		case m["type"] == "work" && work == "":
-			work = v
-		case first == "":
-			first = v
-		}
-	}
-	if work != "" {
-		return work
-	}
-	return first
 }
 
 // scimUserError maps what the store says about a user to SCIM's answers.

@@ -584,8 +584,27 @@ func (p *parser) atom(depth int) (expr, error) {
 		if err := p.expect(tRBracket, "]"); err != nil {
 			return nil, err
 		}
-		return valuePath{path: path, filter: inner}, nil
+		if t := p.peek(); t.kind != tWord || !strings.HasPrefix(t.text, ".") {
+			return valuePath{path: path, filter: inner}, nil
+		}
+		// `emails[type eq "work"].value eq "…"`, as Entra ID matches users by their work email:
+		// some value that the filter selects has a sub-attribute that compares so.
+		sub := p.next()
+		if !validName(sub.text[1:]) {
+			return nil, errorf(InvalidFilter, "%q at offset %d of the filter is not a sub-attribute", sub.text, sub.pos)
+		}
+		cmp, err := p.comparison(AttrPath{Attr: sub.text[1:]})
+		if err != nil {
+			return nil, err
+		}
+		return valuePath{path: path, filter: logical{and: true, left: inner, right: cmp}}, nil
 	}
+	return p.comparison(path)
+}
+
+// comparison parses what follows the attribute path of an attribute expression: `pr`, or an
+// operator and a value.
+func (p *parser) comparison(path AttrPath) (expr, error) {
 	opTok := p.next()
 	if opTok.kind != tWord {
 		return nil, p.unexpected(opTok, "an operator")

@@ -319,8 +319,12 @@ func applyWhole(container map[string]any, op string, a *Attribute, value any) er
 	case a.MultiValued:
 		container[a.Name] = onePrimary(nv.([]any))
 	case a.Type == TypeComplex:
-		// RFC 7644 §3.5.2.3: sub-attributes not given are left unchanged, for add and replace.
+		// RFC 7644 §3.5.2.3: sub-attributes not given are left unchanged, for add and replace;
+		// but a new "value" names another thing (the manager), whose old $ref must not stay.
 		old, _ := cur.(map[string]any)
+		if v, ok := nv.(map[string]any)["value"]; ok && old["value"] != v {
+			old = nil
+		}
 		merged := cloneMap(old)
 		for k, v := range nv.(map[string]any) {
 			merged[k] = v
@@ -521,12 +525,24 @@ func cloneMap(m map[string]any) map[string]any {
 
 // normalize checks value against attribute a and returns it with canonical names: a list for
 // a multi-valued attribute (a single value is taken as a list of one), with empty values left
-// out; nil when nothing is left.
+// out; nil when nothing is left. A single-valued attribute takes a list of one as its one
+// value, as Entra ID sends the manager ({"path":"manager","value":[{"value":…,"$ref":…}]}),
+// and an empty list as no value.
 func normalize(a *Attribute, value any) (any, error) {
 	if value == nil {
 		return nil, nil
 	}
 	if !a.MultiValued {
+		if list, ok := value.([]any); ok {
+			switch len(list) {
+			case 0:
+				return nil, nil
+			case 1:
+				value = list[0]
+			default:
+				return nil, errorf(InvalidValue, "%s takes one value, not a list of %d", a.Name, len(list))
+			}
+		}
 		return normalizeOne(a, value)
 	}
 	list, ok := value.([]any)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,22 +47,34 @@ type groupRecord struct {
 	DisplayName   string   `json:"display_name"`
 	ExternalID    string   `json:"external_id,omitempty"`
 	Members       []string `json:"members,omitempty"`
-	CreatedAt     int64    `json:"created_at"`
-	ModifiedAt    int64    `json:"modified_at"`
+	// MemberDisplays are by member id.
+	MemberDisplays map[string]string `json:"member_displays,omitempty"`
+	CreatedAt      int64             `json:"created_at"`
+	ModifiedAt     int64             `json:"modified_at"`
 }
 
 func newGroupRecord(g storage.Group) groupRecord {
 	return groupRecord{
 		OrgID: g.OrgID, ID: g.ID, IntegrationID: g.IntegrationID, DisplayName: g.DisplayName,
-		ExternalID: g.ExternalID, Members: g.Members, CreatedAt: millis(g.CreatedAt), ModifiedAt: millis(g.ModifiedAt),
+		ExternalID: g.ExternalID, Members: g.Members, MemberDisplays: nilIfEmpty(g.MemberDisplays),
+		CreatedAt: millis(g.CreatedAt), ModifiedAt: millis(g.ModifiedAt),
 	}
 }
 
 func (r groupRecord) group() storage.Group {
 	return storage.Group{
 		OrgID: r.OrgID, ID: r.ID, IntegrationID: r.IntegrationID, DisplayName: r.DisplayName,
-		ExternalID: r.ExternalID, Members: r.Members, CreatedAt: fromMillis(r.CreatedAt), ModifiedAt: fromMillis(r.ModifiedAt),
+		ExternalID: r.ExternalID, Members: r.Members, MemberDisplays: r.MemberDisplays,
+		CreatedAt: fromMillis(r.CreatedAt), ModifiedAt: fromMillis(r.ModifiedAt),
 	}
+}
+
+// nilIfEmpty is m, or nil when m is empty, so that a record reads the same either way.
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func (r groupRecord) key() []byte { return key(r.OrgID, r.IntegrationID, r.ID) }
@@ -297,6 +310,8 @@ func leaveGroups(tx *bbolt.Tx, orgID, userID string, now int64) error {
 		}
 		if ok {
 			rec.Members = slices.DeleteFunc(rec.Members, func(m string) bool { return m == userID })
+			delete(rec.MemberDisplays, userID)
+			rec.MemberDisplays = nilIfEmpty(rec.MemberDisplays)
 			rec.ModifiedAt = now
 			if err := put(groups, gk, rec); err != nil {
 				return err
@@ -526,10 +541,12 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 		}
 		g := old
 		g.Members = slices.Clone(old.Members)
+		g.MemberDisplays = maps.Clone(old.MemberDisplays)
 		if err := fn(&g); err != nil {
 			return err
 		}
 		g.OrgID, g.ID, g.IntegrationID, g.CreatedAt = old.OrgID, old.ID, old.IntegrationID, old.CreatedAt
+		g.MemberDisplays = nilIfEmpty(g.MemberDisplays)
 		out = g
 		rec, oldRec := newGroupRecord(g), newGroupRecord(old)
 		if reflect.DeepEqual(rec, oldRec) {

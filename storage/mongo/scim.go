@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -48,32 +49,57 @@ type scimTokenDoc struct {
 // members as a list of user ids, which only ever changes by a whole-list $set conditioned on
 // version (FerretDB ignores $pull with a condition, and $push would race the same way).
 type groupDoc struct {
-	Key           string    `bson:"_id"`
-	OrgID         string    `bson:"org_id"`
-	ID            string    `bson:"id"`
-	IntegrationID string    `bson:"integration_id"`
-	DisplayName   string    `bson:"display_name"`
-	NameKey       string    `bson:"name_key"`
-	ExternalID    string    `bson:"external_id"`
-	Members       []string  `bson:"members"`
-	CreatedAt     time.Time `bson:"created_at"`
-	ModifiedAt    time.Time `bson:"modified_at"`
-	Version       int64     `bson:"version"`
+	Key           string   `bson:"_id"`
+	OrgID         string   `bson:"org_id"`
+	ID            string   `bson:"id"`
+	IntegrationID string   `bson:"integration_id"`
+	DisplayName   string   `bson:"display_name"`
+	NameKey       string   `bson:"name_key"`
+	ExternalID    string   `bson:"external_id"`
+	Members       []string `bson:"members"`
+	// MemberDisplays is a list, ordered by id, rather than a document keyed by member id: an
+	// id may hold "." or "$", which field names may not.
+	MemberDisplays []memberDisplayDoc `bson:"member_displays,omitempty"`
+	CreatedAt      time.Time          `bson:"created_at"`
+	ModifiedAt     time.Time          `bson:"modified_at"`
+	Version        int64              `bson:"version"`
+}
+
+// memberDisplayDoc is the display name a provider sent with the member id.
+type memberDisplayDoc struct {
+	ID      string `bson:"id"`
+	Display string `bson:"display"`
 }
 
 func newGroupDoc(g storage.Group) groupDoc {
 	return groupDoc{
 		Key: key(g.OrgID, g.ID), OrgID: g.OrgID, ID: g.ID, IntegrationID: g.IntegrationID,
 		DisplayName: g.DisplayName, NameKey: strings.ToLower(g.DisplayName), ExternalID: g.ExternalID,
-		Members: g.Members, CreatedAt: g.CreatedAt, ModifiedAt: g.ModifiedAt,
+		Members: g.Members, MemberDisplays: memberDisplayDocs(g.MemberDisplays), CreatedAt: g.CreatedAt, ModifiedAt: g.ModifiedAt,
 	}
 }
 
 func (d groupDoc) record() storage.Group {
+	var displays map[string]string
+	if len(d.MemberDisplays) > 0 {
+		displays = make(map[string]string, len(d.MemberDisplays))
+		for _, m := range d.MemberDisplays {
+			displays[m.ID] = m.Display
+		}
+	}
 	return storage.Group{
 		OrgID: d.OrgID, ID: d.ID, IntegrationID: d.IntegrationID, DisplayName: d.DisplayName,
-		ExternalID: d.ExternalID, Members: d.Members, CreatedAt: d.CreatedAt.UTC(), ModifiedAt: d.ModifiedAt.UTC(),
+		ExternalID: d.ExternalID, Members: d.Members, MemberDisplays: displays, CreatedAt: d.CreatedAt.UTC(), ModifiedAt: d.ModifiedAt.UTC(),
 	}
+}
+
+// memberDisplayDocs turns a group's member displays into their stored list.
+func memberDisplayDocs(displays map[string]string) []memberDisplayDoc {
+	out := make([]memberDisplayDoc, 0, len(displays))
+	for _, id := range slices.Sorted(maps.Keys(displays)) {
+		out = append(out, memberDisplayDoc{ID: id, Display: displays[id]})
+	}
+	return out
 }
 
 // newVersion returns a fresh version for a record that changes. Versions are random rather
@@ -238,6 +264,7 @@ func (s *Store) DeleteUser(ctx context.Context, orgID, integrationID, id string,
 	for _, g := range groups {
 		_, err := s.UpdateGroup(ctx, orgID, g.IntegrationID, g.ID, func(g *storage.Group) error {
 			g.Members = slices.DeleteFunc(g.Members, func(m string) bool { return m == id })
+			delete(g.MemberDisplays, id)
 			g.ModifiedAt = now
 			return nil
 		})
@@ -414,10 +441,14 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 		old := d.record()
 		g := old
 		g.Members = slices.Clone(old.Members)
+		g.MemberDisplays = maps.Clone(old.MemberDisplays)
 		if err := fn(&g); err != nil {
 			return storage.Group{}, fmt.Errorf("update group %s: %w", id, err)
 		}
 		g.OrgID, g.ID, g.IntegrationID, g.CreatedAt = old.OrgID, old.ID, old.IntegrationID, old.CreatedAt
+		if len(g.MemberDisplays) == 0 {
+			g.MemberDisplays = nil
+		}
 		if reflect.DeepEqual(g, old) {
 			return g, nil
 		}
@@ -436,6 +467,7 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 			{Key: "name_key", Value: strings.ToLower(g.DisplayName)},
 			{Key: "external_id", Value: g.ExternalID},
 			{Key: "members", Value: g.Members},
+			{Key: "member_displays", Value: memberDisplayDocs(g.MemberDisplays)},
 			{Key: "modified_at", Value: g.ModifiedAt},
 			{Key: "version", Value: newVersion()},
 		}

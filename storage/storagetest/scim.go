@@ -292,7 +292,8 @@ func testSCIMDeleteUser(t *testing.T, open opener) {
 	grant(t, s, "org-1", "u-1", rid(2), at(2))
 	keep := grant(t, s, "org-1", "u-2", rid(1), at(2))
 	twinGrant := grant(t, s, "org-2", "u-1", rid(3), at(2))
-	g := storage.Group{OrgID: "org-1", ID: "g-1", IntegrationID: "scim-1", DisplayName: "Eng", Members: []string{"u-1", "u-2"}, CreatedAt: at(3), ModifiedAt: at(3)}
+	g := storage.Group{OrgID: "org-1", ID: "g-1", IntegrationID: "scim-1", DisplayName: "Eng", Members: []string{"u-1", "u-2"},
+		MemberDisplays: map[string]string{"u-1": "Ann", "u-2": "Bob"}, CreatedAt: at(3), ModifiedAt: at(3)}
 	noErr(t, "CreateGroup", s.CreateGroup(ctx, g))
 
 	for _, tc := range []struct{ name, org, integ, id string }{
@@ -315,8 +316,8 @@ func testSCIMDeleteUser(t *testing.T, open opener) {
 	diff(t, "ListGrants(org-2) after DeleteUser in org-1", []storage.Grant{twinGrant}, grants)
 	got, err := s.GetGroup(ctx, "org-1", "scim-1", "g-1")
 	noErr(t, "GetGroup", err)
-	g.Members, g.ModifiedAt = []string{"u-2"}, at(5)
-	diff(t, "the group after DeleteUser", g, got)
+	g.Members, g.MemberDisplays, g.ModifiedAt = []string{"u-2"}, map[string]string{"u-2": "Bob"}, at(5)
+	diff(t, "the group after DeleteUser, without the user's display", g, got)
 	groups, err := s.UserGroups(ctx, "org-1", "u-1")
 	noErr(t, "UserGroups", err)
 	diff(t, "UserGroups of the deleted user", []string(nil), storage.GroupIDs(groups), equateEmpty)
@@ -349,6 +350,7 @@ func testSCIMGroups(t *testing.T, open opener) {
 			Members: members, CreatedAt: at(2), ModifiedAt: at(2)}
 	}
 	eng := group("g-2", "Engineers", "u-2", "u-1")
+	eng.MemberDisplays = map[string]string{"u-2": "u-2@example.com"}
 	ops := group("g-1", "Ops")
 	noErr(t, "CreateGroup", s.CreateGroup(ctx, eng))
 	noErr(t, "CreateGroup", s.CreateGroup(ctx, ops))
@@ -408,9 +410,11 @@ func testSCIMGroups(t *testing.T, open opener) {
 
 	want := eng
 	want.DisplayName, want.ExternalID, want.Members, want.ModifiedAt = "Engineering", "ext-new", []string{"u-1", "u-3"}, at(4)
+	want.MemberDisplays = map[string]string{"u-1": "Ann", "u-3": "u.3.$"}
 	got, err = s.UpdateGroup(ctx, "org-1", "scim-1", "g-2", func(g *storage.Group) error {
 		g.DisplayName, g.ExternalID, g.ModifiedAt = want.DisplayName, want.ExternalID, want.ModifiedAt
 		g.Members = []string{"u-1", "u-3"}
+		g.MemberDisplays = map[string]string{"u-1": "Ann", "u-3": "u.3.$"}
 		g.OrgID, g.ID, g.IntegrationID, g.CreatedAt = "org-2", "g-9", "scim-2", at(9)
 		return nil
 	})
