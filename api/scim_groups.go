@@ -184,23 +184,38 @@ func (s *Server) scimGroupsPage(c *gin.Context, q listQuery) {
 	}
 	resources := make([]map[string]any, len(groups))
 	for i, g := range groups {
+		if err := checkDeadline(ctx, i); err != nil {
+			s.writeError(c, err)
+			return
+		}
 		resources[i] = groupResource(c, g)
 	}
 	if q.filter != nil {
-		resources, total = filterPage(scim.Group, q, resources)
+		if resources, total, err = filterPage(ctx, scim.Group, q, resources); err != nil {
+			s.writeError(c, err)
+			return
+		}
 	}
 	s.scimList(c, scim.Group, q, total, resources)
 }
 
 // groupCandidates returns the integration's groups that may match filter: found by index when
 // the filter asks for one displayName or id (as Entra ID does to learn whether a user is a
-// member: `id eq "…" and members[value eq "…"]`), else all of them.
+// member: `id eq "…" and members[value eq "…"]`), else all of them, if filtering them all is
+// within maxFilterWork.
 func (s *Server) groupCandidates(ctx context.Context, org, integ string, f *scim.Filter) ([]storage.Group, error) {
 	if v, ok := f.Equality(scim.Group, "id"); ok {
 		return optional(s.store.GetGroup(ctx, org, integ, v))
 	}
 	if v, ok := f.Equality(scim.Group, "displayName"); ok {
 		return optional(s.store.GroupByName(ctx, org, integ, v))
+	}
+	_, total, err := s.store.IntegrationGroups(ctx, org, integ, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFilterWork(f, total); err != nil {
+		return nil, err
 	}
 	groups, _, err := s.store.IntegrationGroups(ctx, org, integ, 0, -1)
 	return groups, err

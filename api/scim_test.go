@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -484,5 +485,46 @@ func TestSCIMGroupPatchAnswer(t *testing.T) {
 	// A user's PATCH still answers with the user.
 	if r := f.scimDo("PATCH", "/scim/v2/Users/"+ada, token, patchInactive); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"active":false`) {
 		t.Errorf("user PATCH = %d %s, want 200 with the user", r.Status, r.Body)
+	}
+}
+
+// TestSCIMFilterBounds: a filter too long or of too many terms is refused as invalidFilter
+// before anything is evaluated, wherever it comes from, and one within the bounds is answered.
+func TestSCIMFilterBounds(t *testing.T) {
+	f := newFixture(t)
+	_, key := f.org("acme")
+	_, token := f.scimIntegration(key, "okta")
+	ada := f.scimUser(token, "ada@example.com")
+	f.scimUser(token, "bob@example.com")
+	terms := func(n int) string {
+		return strings.TrimSuffix(strings.Repeat(`userName eq "nobody@example.com" or `, n-1)+`userName eq "ada@example.com"`, " or ")
+	}
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		scimType                 string
+	}{
+		{"a megabyte of terms in a search", "POST", "/scim/v2/Users/.search", `{"filter":"` + strings.ReplaceAll(terms(25_000), `"`, `\"`) + `"}`, 400, "invalidFilter"},
+		{"too many terms in the query", "GET", "/scim/v2/Users?filter=" + url.QueryEscape(terms(101)), "", 400, "invalidFilter"},
+		{"too many terms over groups", "GET", "/scim/v2/Groups?filter=" + url.QueryEscape(strings.ReplaceAll(terms(101), "userName", "displayName")), "", 400, "invalidFilter"},
+		{"as many terms as allowed", "GET", "/scim/v2/Users?filter=" + url.QueryEscape(terms(100)), "", 200, ""},
+		{"too many PATCH operations", "PATCH", "/scim/v2/Users/" + ada, `{"Operations":[` + strings.Repeat(`{"op":"replace","path":"title","value":"x"},`, 1000) + `{"op":"remove","path":"title"}]}`, 400, "invalidValue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.scimDo(tt.method, tt.path, token, tt.body)
+			if r.Status != tt.status {
+				t.Fatalf("status = %d %.300s, want %d", r.Status, r.Body, tt.status)
+			}
+			if tt.status == 200 {
+				if got := decode[struct{ TotalResults int }](t, r).TotalResults; got != 1 {
+					t.Errorf("totalResults = %d, want 1", got)
+				}
+				return
+			}
+			if e := decode[map[string]any](t, r); e["scimType"] != tt.scimType {
+				t.Errorf("error = %s, want scimType %s", r.Body, tt.scimType)
+			}
+		})
 	}
 }

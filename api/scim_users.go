@@ -210,7 +210,11 @@ func (s *Server) scimUsersPage(c *gin.Context, q listQuery) {
 		return
 	}
 	resources := make([]map[string]any, 0, len(users))
-	for _, u := range users {
+	for i, u := range users {
+		if err := checkDeadline(ctx, i); err != nil {
+			s.writeError(c, err)
+			return
+		}
 		res, err := userResource(c, u)
 		if err != nil {
 			s.writeError(c, err)
@@ -219,13 +223,17 @@ func (s *Server) scimUsersPage(c *gin.Context, q listQuery) {
 		resources = append(resources, res)
 	}
 	if q.filter != nil {
-		resources, total = filterPage(scim.User, q, resources)
+		if resources, total, err = filterPage(ctx, scim.User, q, resources); err != nil {
+			s.writeError(c, err)
+			return
+		}
 	}
 	s.scimList(c, scim.User, q, total, resources)
 }
 
 // userCandidates returns the integration's users that may match filter: found by index when
-// the filter asks for one userName, externalId or id, else all of them.
+// the filter asks for one userName, externalId or id, else all of them, if filtering them all
+// is within maxFilterWork.
 func (s *Server) userCandidates(ctx context.Context, org, integ string, f *scim.Filter) ([]storage.User, error) {
 	if v, ok := f.Equality(scim.User, "userName"); ok {
 		u, err := s.store.UserByEmail(ctx, org, integ, v)
@@ -240,6 +248,13 @@ func (s *Server) userCandidates(ctx context.Context, org, integ string, f *scim.
 			return nil, nil
 		}
 		return optional(u, err)
+	}
+	_, total, err := s.store.IntegrationUsers(ctx, org, integ, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFilterWork(f, total); err != nil {
+		return nil, err
 	}
 	users, _, err := s.store.IntegrationUsers(ctx, org, integ, 0, -1)
 	return users, err

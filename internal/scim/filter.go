@@ -6,12 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Filter is a parsed filter expression of RFC 7644 §3.4.2.2, such as
 // `userName eq "ada@example.com"` or `id eq "…" and members[value eq "…"]`.
 type Filter struct {
-	root expr
+	root  expr
+	terms int
 }
 
 // AttrPath names an attribute: an optional schema URN, the attribute, and an optional
@@ -22,14 +24,28 @@ type AttrPath struct {
 	Sub  string
 }
 
-// maxFilterDepth bounds the nesting of parentheses, brackets and "not", so that a hostile
-// filter cannot exhaust the stack.
-const maxFilterDepth = 32
+// The bounds of a filter, so that what one costs to parse and to evaluate on a resource is
+// bounded whatever a client sends: providers send a term or two (Entra ID's longest is
+// `id eq "…" and members[value eq "…"]`). maxFilterDepth bounds the nesting of parentheses,
+// brackets and "not", so that a hostile filter cannot exhaust the stack; MaxFilterTerms the
+// attribute expressions (comparisons, presence tests and value filters, each counted).
+const (
+	MaxFilterLength = 8 << 10
+	MaxFilterTerms  = 100
+	maxFilterDepth  = 32
+)
 
 // ParseFilter parses a filter. Operators, "and", "or", "not" and the literals true, false and
 // null are matched without regard to letter case, as providers send them either way. A
-// malformed filter is an *Error of type invalidFilter.
+// malformed filter, one longer than MaxFilterLength bytes or with more than MaxFilterTerms
+// terms, or one that is not valid UTF-8, is an *Error of type invalidFilter.
 func ParseFilter(s string) (*Filter, error) {
+	if len(s) > MaxFilterLength {
+		return nil, errorf(InvalidFilter, "the filter is longer than %d bytes", MaxFilterLength)
+	}
+	if !utf8.ValidString(s) {
+		return nil, errorf(InvalidFilter, "the filter is not valid UTF-8")
+	}
 	toks, err := tokenize(s)
 	if err != nil {
 		return nil, err
@@ -42,8 +58,12 @@ func ParseFilter(s string) (*Filter, error) {
 	if t := p.peek(); t.kind != tEOF {
 		return nil, errorf(InvalidFilter, "unexpected %q at offset %d of the filter", t.text, t.pos)
 	}
-	return &Filter{root: root}, nil
+	return &Filter{root: root, terms: p.terms}, nil
 }
+
+// Terms returns how many attribute expressions the filter has: a measure of what evaluating
+// it on one resource costs.
+func (f *Filter) Terms() int { return f.terms }
 
 // Matches reports whether the resource doc, of type rt, satisfies the filter. Attribute
 // names are matched without regard to case; string values are compared without regard to
@@ -126,11 +146,13 @@ func (p present) eval(obj map[string]any, sc scope) bool {
 	return false
 }
 
-// compare is `path op value`; value is a string, a float64, a bool or nil (null).
+// compare is `path op value`; value is a string, a float64, a bool or nil (null). folded is a
+// string value in lower case, made once rather than for every resource compared.
 type compare struct {
-	path  AttrPath
-	op    string
-	value any
+	path   AttrPath
+	op     string
+	value  any
+	folded string
 }
 
 func (c compare) eval(obj map[string]any, sc scope) bool {
@@ -149,14 +171,14 @@ func (c compare) eval(obj map[string]any, sc scope) bool {
 	}
 	if c.op == "ne" {
 		for _, v := range vals {
-			if compareValue(v, c.value, "eq", a) {
+			if c.compareValue(v, "eq", a) {
 				return false
 			}
 		}
 		return true
 	}
 	for _, v := range vals {
-		if compareValue(v, c.value, c.op, a) {
+		if c.compareValue(v, c.op, a) {
 			return true
 		}
 	}
@@ -276,13 +298,13 @@ func asList(v any) []any {
 	return []any{v}
 }
 
-// compareValue applies op to a resource's value v and a filter literal lit.
-func compareValue(v, lit any, op string, a *Attribute) bool {
-	switch lit := lit.(type) {
+// compareValue applies op to a resource's value v and the filter's literal.
+func (c compare) compareValue(v any, op string, a *Attribute) bool {
+	switch lit := c.value.(type) {
 	case string:
 		switch v := v.(type) {
 		case string:
-			return compareStrings(v, lit, op, a)
+			return compareStrings(v, lit, c.folded, op, a)
 		case bool:
 			// A provider that writes `active eq "true"` means the boolean.
 			b, err := strconv.ParseBool(strings.ToLower(lit))
@@ -305,7 +327,8 @@ func compareValue(v, lit any, op string, a *Attribute) bool {
 	return false
 }
 
-func compareStrings(v, lit, op string, a *Attribute) bool {
+// compareStrings applies op to v and lit; folded is lit in lower case.
+func compareStrings(v, lit, folded, op string, a *Attribute) bool {
 	if a != nil && a.Type == TypeDateTime && op != "co" && op != "sw" && op != "ew" {
 		tv, err1 := time.Parse(time.RFC3339Nano, v)
 		tl, err2 := time.Parse(time.RFC3339Nano, lit)
@@ -314,7 +337,7 @@ func compareStrings(v, lit, op string, a *Attribute) bool {
 		}
 	}
 	if a == nil || !a.CaseExact {
-		v, lit = strings.ToLower(v), strings.ToLower(lit)
+		v, lit = strings.ToLower(v), folded
 	}
 	switch op {
 	case "co":
@@ -493,8 +516,9 @@ func isWordByte(c byte) bool {
 }
 
 type parser struct {
-	toks []token
-	i    int
+	toks  []token
+	i     int
+	terms int // attribute expressions parsed so far
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -572,6 +596,9 @@ func (p *parser) atom(depth int) (expr, error) {
 	if err != nil {
 		return nil, errorf(InvalidFilter, "%q at offset %d of the filter is not an attribute path", t.text, t.pos)
 	}
+	if p.terms++; p.terms > MaxFilterTerms {
+		return nil, errorf(InvalidFilter, "the filter has more than %d terms", MaxFilterTerms)
+	}
 	if p.peek().kind == tLBracket {
 		p.next()
 		if path.Sub != "" {
@@ -636,7 +663,8 @@ func (p *parser) comparison(path AttrPath) (expr, error) {
 	if _, isBool := value.(bool); (isBool || value == nil) && op != "eq" && op != "ne" {
 		return nil, errorf(InvalidFilter, "the operator %q cannot compare %s", op, vt.text)
 	}
-	return compare{path: path, op: op, value: value}, nil
+	folded, _ := value.(string)
+	return compare{path: path, op: op, value: value, folded: strings.ToLower(folded)}, nil
 }
 
 func (p *parser) expect(kind tokenKind, text string) error {

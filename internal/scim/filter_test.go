@@ -3,6 +3,7 @@ package scim
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -174,11 +175,32 @@ func TestParseFilterErrors(t *testing.T) {
 		`emails[type eq "work"]. eq "a"`,
 		`userName eq "x" & active eq true`,
 		`((((((((((((((((((((((((((((((((((userName eq "x"))))))))))))))))))))))))))))))))))`,
+		strings.Repeat(`userName eq "x" or `, MaxFilterTerms) + `userName eq "x"`,
+		`userName eq "` + strings.Repeat("x", MaxFilterLength) + `"`,
+		"userName eq \"\xff\"",
 	} {
 		_, err := ParseFilter(filter)
 		var se *Error
 		if !errors.As(err, &se) || se.Type != InvalidFilter {
 			t.Errorf("ParseFilter(%s) error = %v, want an invalidFilter *Error", filter, err)
+		}
+	}
+}
+
+// TestFilterTerms: a filter's terms are its attribute expressions, up to MaxFilterTerms.
+func TestFilterTerms(t *testing.T) {
+	for filter, want := range map[string]int{
+		`userName eq "a"`: 1,
+		`id eq "g" and members[value eq "u" or value eq "v"]`:                       4,
+		`emails[type eq "work"].value eq "a" or not (title pr)`:                     3,
+		strings.Repeat(`userName eq "x" or `, MaxFilterTerms-1) + `userName eq "x"`: MaxFilterTerms,
+	} {
+		f, err := ParseFilter(filter)
+		if err != nil {
+			t.Fatalf("ParseFilter(%.40s): %v", filter, err)
+		}
+		if got := f.Terms(); got != want {
+			t.Errorf("Terms(%.40s) = %d, want %d", filter, got, want)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 )
@@ -87,11 +86,15 @@ type Operation struct {
 	Value any
 }
 
+// MaxPatchOperations bounds the operations of one PATCH request, each of which may go over a
+// whole multi-valued attribute: providers send one to a few, and a list of members in one.
+const MaxPatchOperations = 1000
+
 // ParsePatch decodes a PATCH request body: {"schemas":[PatchOp],"Operations":[…]}. The
 // member names "Operations", "op", "path" and "value" are matched without regard to case.
 // A body that is not such a message is an *Error of type invalidSyntax; a bad path is
 // invalidPath; remove without a path is noTarget; add or replace without a path and without
-// an object value is invalidValue.
+// an object value, and more than MaxPatchOperations operations, are invalidValue.
 func ParsePatch(body []byte) ([]Operation, error) {
 	msg, err := DecodeObject(body)
 	if err != nil {
@@ -100,6 +103,9 @@ func ParsePatch(body []byte) ([]Operation, error) {
 	rawOps, ok := getFold(msg, "Operations").([]any)
 	if !ok || len(rawOps) == 0 {
 		return nil, errorf(InvalidSyntax, "the PATCH request must have a non-empty Operations list")
+	}
+	if len(rawOps) > MaxPatchOperations {
+		return nil, errorf(InvalidValue, "the PATCH request has %d operations; at most %d are taken", len(rawOps), MaxPatchOperations)
 	}
 	ops := make([]Operation, 0, len(rawOps))
 	for i, raw := range rawOps {
@@ -291,9 +297,8 @@ func applyWhole(container map[string]any, op string, a *Attribute, value any) er
 			if err != nil {
 				return err
 			}
-			setOrDelete(container, a.Name, slices.DeleteFunc(slices.Clone(asList(cur)), func(e any) bool {
-				return slices.ContainsFunc(asList(gone), func(g any) bool { return sameValue(a, e, g) })
-			}))
+			named := newValueSet(a, asList(gone))
+			setOrDelete(container, a.Name, slices.DeleteFunc(slices.Clone(asList(cur)), named.names))
 			return nil
 		}
 		delete(container, a.Name)
@@ -310,8 +315,13 @@ func applyWhole(container map[string]any, op string, a *Attribute, value any) er
 		}
 	case a.MultiValued && op == OpAdd:
 		list := slices.Clone(asList(cur))
+		have := map[string]bool{}
+		for _, x := range list {
+			have[wholeKey(x)] = true
+		}
 		for _, e := range nv.([]any) {
-			if !slices.ContainsFunc(list, func(x any) bool { return reflect.DeepEqual(x, e) }) {
+			if k := wholeKey(e); !have[k] {
+				have[k] = true
 				list = append(list, e)
 			}
 		}
@@ -499,20 +509,54 @@ func onePrimary(list []any) []any {
 	return list
 }
 
-// sameValue reports whether e is the value g names: by their "value" sub-attribute when g has
-// one (members are named by id alone), or whole.
-func sameValue(a *Attribute, e, g any) bool {
-	gm, gok := g.(map[string]any)
-	em, eok := e.(map[string]any)
-	if gok && eok && gm["value"] != nil {
-		ev, _ := em["value"].(string)
-		gv, _ := gm["value"].(string)
-		if va := a.Sub("value"); va != nil && !va.CaseExact {
-			return strings.EqualFold(ev, gv)
-		}
-		return ev == gv
+// valueSet is the values of a multi-valued attribute that a removal names: by their "value"
+// sub-attribute where it gives one (members are named by id alone), or whole. It is a set, so
+// that removing many values from many is not the product of the two.
+type valueSet struct {
+	fold   bool // "value" is not case-exact
+	values map[string]bool
+	wholes map[string]bool
+}
+
+func newValueSet(a *Attribute, named []any) valueSet {
+	vs := valueSet{values: map[string]bool{}, wholes: map[string]bool{}}
+	if va := a.Sub("value"); va != nil && !va.CaseExact {
+		vs.fold = true
 	}
-	return reflect.DeepEqual(e, g)
+	for _, g := range named {
+		if gm, ok := g.(map[string]any); ok && gm["value"] != nil {
+			gv, _ := gm["value"].(string)
+			vs.values[vs.key(gv)] = true
+			continue
+		}
+		vs.wholes[wholeKey(g)] = true
+	}
+	return vs
+}
+
+func (vs valueSet) key(v string) string {
+	if vs.fold {
+		return strings.ToLower(v)
+	}
+	return v
+}
+
+// names reports whether the set names e.
+func (vs valueSet) names(e any) bool {
+	if em, ok := e.(map[string]any); ok && len(vs.values) > 0 {
+		ev, _ := em["value"].(string)
+		if vs.values[vs.key(ev)] {
+			return true
+		}
+	}
+	return len(vs.wholes) > 0 && vs.wholes[wholeKey(e)]
+}
+
+// wholeKey is a key that two values share only when they are equal: their JSON, whose objects
+// encoding/json writes with sorted keys. Every value here came from JSON, so it encodes.
+func wholeKey(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func cloneMap(m map[string]any) map[string]any {

@@ -3,6 +3,7 @@ package scim
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -213,6 +214,7 @@ func TestPatchErrors(t *testing.T) {
 		{"boolean not a boolean", `{"Operations":[{"op":"replace","path":"active","value":"maybe"}]}`, InvalidValue},
 		{"string not a string", `{"Operations":[{"op":"replace","path":"userName","value":7}]}`, InvalidValue},
 		{"complex not an object", `{"Operations":[{"op":"replace","path":"name","value":[1]}]}`, InvalidValue},
+		{"too many operations", `{"Operations":[` + strings.Repeat(`{"op":"add","path":"title","value":"x"},`, MaxPatchOperations) + `{"op":"remove","path":"title"}]}`, InvalidValue},
 		{"single-valued given a list of two", `{"Operations":[{"op":"Add","path":"manager","value":[{"value":"a"},{"value":"b"}]}]}`, InvalidValue},
 		{"filter on a single-valued attribute", `{"Operations":[{"op":"replace","path":"name[givenName eq \"x\"].familyName","value":"y"}]}`, InvalidPath},
 		{"filter matching nothing that is no equality", `{"Operations":[{"op":"replace","path":"emails[value co \"x\"].type","value":"home"}]}`, NoTarget},

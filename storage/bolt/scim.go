@@ -438,8 +438,9 @@ func (s *Store) CreateGroup(ctx context.Context, g storage.Group) error {
 // integration, and indexes them; members of before that rec lacks leave the index.
 func joinGroup(tx *bbolt.Tx, rec groupRecord, before []string) error {
 	byMember := tx.Bucket(bucketGroupsByMember)
+	was, is := setOf(before), setOf(rec.Members)
 	for _, m := range rec.Members {
-		if slices.Contains(before, m) {
+		if was[m] {
 			continue
 		}
 		if err := checkGroupMember(tx, rec.OrgID, rec.IntegrationID, m); err != nil {
@@ -450,13 +451,22 @@ func joinGroup(tx *bbolt.Tx, rec groupRecord, before []string) error {
 		}
 	}
 	for _, m := range before {
-		if !slices.Contains(rec.Members, m) {
+		if !is[m] {
 			if err := byMember.Delete(key(rec.OrgID, m, rec.ID)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// setOf is the set of ids, so that comparing two large member lists is linear.
+func setOf(ids []string) map[string]bool {
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set
 }
 
 // GetGroup returns the integration's group id, or storage.ErrNotFound.

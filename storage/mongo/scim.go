@@ -458,7 +458,11 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 				return storage.Group{}, fmt.Errorf("update group %s: display name: %w", id, cmp.Or(err, storage.ErrConflict))
 			}
 		}
-		added := slices.DeleteFunc(slices.Clone(g.Members), func(m string) bool { return slices.Contains(old.Members, m) })
+		was := make(map[string]bool, len(old.Members))
+		for _, m := range old.Members {
+			was[m] = true
+		}
+		added := slices.DeleteFunc(slices.Clone(g.Members), func(m string) bool { return was[m] })
 		if err := s.checkMembers(ctx, orgID, integrationID, added); err != nil {
 			return storage.Group{}, fmt.Errorf("update group %s: %w", id, err)
 		}
