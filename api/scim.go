@@ -33,8 +33,9 @@ const (
 
 // scimRoutes serves SCIM under scimBasePath. Every path, discovery included, needs the SCIM
 // token of an integration; an API key is refused there, as a SCIM token is everywhere else.
+// Tokens are rate-limited as API keys are.
 func (s *Server) scimRoutes(r *gin.Engine) {
-	g := r.Group(scimBasePath, s.scimAuthenticate)
+	g := r.Group(scimBasePath, s.scimAuthenticate, s.scimRateLimit)
 	both := func(method, path string, h gin.HandlerFunc) { withSlash(g, method, path, h) }
 	both(http.MethodGet, "/ServiceProviderConfig", s.scimServiceProviderConfig)
 	both(http.MethodGet, "/ResourceTypes", s.scimResourceTypes)
