@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -127,12 +128,25 @@ func readBody(c *gin.Context) ([]byte, error) {
 	}
 	body, err := readAll(c.Request.Body, c.Request.ContentLength)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, errTooLarge
-		}
-		return nil, fmt.Errorf("read request body: %w", err)
+		return nil, bodyReadError(err)
 	}
 	return body, nil
+}
+
+// bodyReadError turns a failure to read the request body into its answer: 413 past
+// maxBodyBytes, 408 when the body did not arrive by the request deadline (or the server's
+// read timeout), 400 when the client ended it before its declared length.
+func bodyReadError(err error) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return errTooLarge
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return &Error{Status: http.StatusRequestTimeout, Detail: "The request body did not arrive within the request deadline.", Err: err}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &Error{Status: http.StatusBadRequest, Detail: "The request body ended before its declared length.", Err: err}
+	}
+	return fmt.Errorf("read request body: %w", err)
 }
 
 // readAll is io.ReadAll for a body that announced its length n (-1: unknown), which it

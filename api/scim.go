@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -209,12 +208,9 @@ func scimLocation(c *gin.Context, path string) string {
 // readSCIMBody reads the request body as one JSON object. SCIM clients send
 // application/scim+json, application/json or nothing, so the content type is not checked.
 func readSCIMBody(c *gin.Context) (map[string]any, []byte, error) {
-	body, err := io.ReadAll(c.Request.Body)
+	body, err := readAll(c.Request.Body, c.Request.ContentLength)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, nil, errTooLarge
-		}
-		return nil, nil, fmt.Errorf("read request body: %w", err)
+		return nil, nil, bodyReadError(err)
 	}
 	obj, err := scim.DecodeObject(body)
 	if err != nil {
