@@ -291,13 +291,48 @@ func checkTypes(t reflect.Type, v any, loc []any, problems *[]Problem) any {
 			if name == "" {
 				continue
 			}
-			if fv, ok := obj[name]; ok {
-				known[name] = checkTypes(f.Type, fv, append(loc, name), problems)
+			fv, ok := obj[name]
+			if !ok {
+				continue
 			}
+			if items, isList := fv.([]any); isList && f.Type.Kind() == reflect.Slice {
+				if max, ok := listMax(f); ok && len(items) > max {
+					known[name] = tooLong(max, len(items), append(loc, name), problems)
+					continue
+				}
+			}
+			known[name] = checkTypes(f.Type, fv, append(loc, name), problems)
 		}
 		return known
 	}
 	return v
+}
+
+// listMax returns the most items the list field f may have (its validate tag's max, before
+// any dive), and whether it has such a bound.
+func listMax(f reflect.StructField) (int, bool) {
+	for rule := range strings.SplitSeq(f.Tag.Get("validate"), ",") {
+		if rule == "dive" {
+			break
+		}
+		if v, ok := strings.CutPrefix(rule, "max="); ok {
+			n, err := strconv.Atoi(v)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// tooLong reports a list of n items where max are allowed, as pydantic does: that problem
+// alone, without looking at the items, so that a body of a million wrong items costs no more
+// to refuse than one of a thousand and one. The list becomes empty, whose own constraints the
+// problem covers.
+func tooLong(max, n int, loc []any, problems *[]Problem) any {
+	if len(*problems) < maxProblems {
+		*problems = append(*problems, Problem{Loc: slices.Clone(loc), Type: "too_long",
+			Msg: fmt.Sprintf("List should have at most %s after validation, not %d", plural(strconv.Itoa(max), "item"), n)})
+	}
+	return []any{}
 }
 
 func zeroJSON(t reflect.Type) any {

@@ -124,7 +124,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	hs := newHTTPServer(srv, cfg.RequestTimeout, log)
-	return serveUntilDone(ctx, log, hs, ln, srv.SetReady, cfg.ShutdownTimeout, cs)
+	// What net/http refuses itself (headers over maxHeaderBytes) is answered in JSON too.
+	return serveUntilDone(ctx, log, hs, api.JSONErrors(ln), srv.SetReady, cfg.ShutdownTimeout, cs)
 }
 
 func loadPolicy(ctx context.Context, dir string) (*policy.Engine, error) {
