@@ -16,6 +16,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-playground/validator/v10"
+
+	"github.com/grantry/grantry/internal/jsonstr"
 )
 
 // maxBodyBytes is the largest request body Grantry reads; a larger one is a 413.
@@ -174,6 +176,11 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 func decodeBody(v *validator.Validate, body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &ValidationError{[]Problem{{Loc: []any{"body"}, Msg: msgMissing, Type: "missing"}}}
+	}
+	// encoding/json would read invalid UTF-8 (or a lone surrogate) as U+FFFD, making distinct
+	// ids one; FastAPI refuses a body it cannot decode as UTF-8 at the byte where it fails.
+	if at := jsonstr.InvalidText(body); at >= 0 {
+		return &ValidationError{[]Problem{{Loc: []any{"body", at}, Msg: msgJSON, Type: "json_invalid"}}}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/grantry/grantry/internal/jsonstr"
 )
 
 // Path is the target of a PATCH operation (RFC 7644 §3.5.2): an attribute path, optionally
@@ -145,8 +147,12 @@ func ParsePatch(body []byte) ([]Operation, error) {
 }
 
 // DecodeObject decodes a request body that must be one JSON object. Anything else is an
-// *Error of type invalidSyntax.
+// *Error of type invalidSyntax, and so is text that is not UTF-8 (or a lone surrogate escape),
+// which decoding would replace with U+FFFD rather than keep as it was sent.
 func DecodeObject(body []byte) (map[string]any, error) {
+	if at := jsonstr.InvalidText(body); at >= 0 {
+		return nil, errorf(InvalidSyntax, "the request body is not valid UTF-8 at byte %d", at)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var v any
 	if err := dec.Decode(&v); err != nil {
