@@ -96,6 +96,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stder
 	cs.add("policy watcher", watchPolicy(ctx, live, cfg.PolicyDir, log))
 
 	key, err := api.Bootstrap(ctx, store, cfg.BootstrapAPIKey, time.Now())
+	if errors.Is(err, api.ErrBootstrapKeyRevoked) {
+		// An operator revoked it: bringing it back at every restart would undo that.
+		log.Warn(err.Error())
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
