@@ -116,6 +116,9 @@ var requestTypes = []struct {
 		}
 		return firstOf(problems...)
 	}},
+	{"authIntegrationRef", func() any { return new(authIntegrationRef) }, func(v any) string {
+		return name("auth_integration_id", v.(*authIntegrationRef).AuthIntegrationID, true)
+	}},
 	{"apiKeyRequest", func() any { return new(apiKeyRequest) }, func(v any) string {
 		r := v.(*apiKeyRequest)
 		if r.Scope != nil && *r.Scope != "admin" && *r.Scope != "manage" && *r.Scope != "check" {
@@ -209,7 +212,8 @@ func FuzzDecodeRequests(f *testing.F) {
 		"groupRequest":       {`{"group_id":"g"}`, `{"group_id":null}`},
 		"batchRequest": {`{"checks":[{"user_id":"u","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01","correlation_id":"c1"}]}`,
 			`{"checks":[{"user_id":"u","svc_id":"x","correlation_id":7},1,{}]}`, `{"checks":[]}`},
-		"apiKeyRequest": {`{"scope":"check"}`, `{"scope":"root"}`, `{"scope":null}`},
+		"apiKeyRequest":      {`{"scope":"check"}`, `{"scope":"root"}`, `{"scope":null}`},
+		"authIntegrationRef": {`{"auth_integration_id":"6f1c2a3b-0000-4000-8000-000000000001"}`, `{"auth_integration_id":""}`, `{"auth_integration_id":7}`},
 	}
 	for i, rt := range requestTypes {
 		for _, s := range append(seeds[rt.name], ``, `{}`, `[]`, `null`, `{"a":`, `{} {}`) {

@@ -14,6 +14,12 @@ import (
 // and checks that the answer, whatever it is, is SCIM's media type.
 func (f *fixture) scimDo(method, path, token, body string, header ...string) response {
 	f.tb.Helper()
+	return f.scimDoOn(f.srv, method, path, token, body, header...)
+}
+
+// scimDoOn is scimDo on another server, such as a second replica on the same store.
+func (f *fixture) scimDoOn(srv http.Handler, method, path, token, body string, header ...string) response {
+	f.tb.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	if body != "" {
 		req.Header.Set("Content-Type", "application/scim+json")
@@ -25,7 +31,7 @@ func (f *fixture) scimDo(method, path, token, body string, header ...string) res
 		req.Header.Set(header[i], header[i+1])
 	}
 	rec := httptest.NewRecorder()
-	f.srv.ServeHTTP(rec, req)
+	srv.ServeHTTP(rec, req)
 	if ct := rec.Header().Get("Content-Type"); ct != "application/scim+json" {
 		f.tb.Errorf("%s %s: Content-Type = %q, want application/scim+json", method, path, ct)
 	}

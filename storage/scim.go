@@ -39,6 +39,12 @@ type SCIMStore interface {
 	CreateSCIMIntegration(ctx context.Context, a AuthIntegration, t SCIMToken) error
 	// SCIMTokenByHash returns the token whose Hash is hash, or ErrNotFound.
 	SCIMTokenByHash(ctx context.Context, hash string) (SCIMToken, error)
+	// SetSCIMToken gives the organization's SCIM integration integrationID the token t in
+	// place of the one it has, or leaves it without one when t is nil, and returns the token
+	// it replaced (nil if none): from then on that token authenticates nothing. It returns
+	// ErrNotFound if the organization has no integration of Type IntegrationSCIM with this id,
+	// and ErrConflict if t's hash is taken.
+	SetSCIMToken(ctx context.Context, orgID, integrationID string, t *SCIMToken) (*SCIMToken, error)
 
 	// CreateUser stores a new user u in integration u.IntegrationID of u.OrgID, taking
 	// IntegrationName from the integration. It returns ErrNotFound if the organization has no

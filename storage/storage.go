@@ -115,6 +115,20 @@ type ResourceStore interface {
 	GetAuthIntegration(ctx context.Context, orgID, id string) (AuthIntegration, error)
 	// ListAuthIntegrations returns the organization's integrations, ordered by CreatedAt then ID.
 	ListAuthIntegrations(ctx context.Context, orgID string) ([]AuthIntegration, error)
+	// DeleteAuthIntegration removes the organization's integration id and what came through
+	// it: its SCIM token, its users with their grants and group memberships (plain groups the
+	// users leave take now as ModifiedAt), and its groups with their grants. The token goes
+	// first, and the integration last, so that a call cut short can be made again to finish.
+	// It returns what it removed, or ErrNotFound if the organization has no such integration.
+	DeleteAuthIntegration(ctx context.Context, orgID, id string, now time.Time) (RemovedIntegration, error)
+}
+
+// RemovedIntegration is what DeleteAuthIntegration removed: the integration, and the ids of
+// its users and of its groups, each ordered.
+type RemovedIntegration struct {
+	Integration AuthIntegration
+	Users       []string
+	Groups      []string
 }
 
 // UserStore keeps users imported from authentication integrations.

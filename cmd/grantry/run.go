@@ -32,6 +32,10 @@ const usage = `usage:
   grantry apikey create ORG_ID [--scope admin|manage|check]
                                      add an API key to an organization (default scope: admin)
   grantry apikey revoke KEY_ID       revoke an API key
+  grantry scim-token rotate ORG_ID INTEGRATION_ID
+                                     give a SCIM integration a new token (the old one is refused)
+  grantry scim-token revoke ORG_ID INTEGRATION_ID
+                                     leave a SCIM integration without a token
   grantry secrets rotate             re-seal every stored third-party secret under GRANTRY_SECRET_KEY
   grantry healthcheck                exit 0 if the service at GRANTRY_ADDR answers /healthz
   grantry policy test DIR            run the Rego tests of a policy folder; fail if any fails
@@ -46,7 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], getenv, stderr)
-	case "org", "apikey":
+	case "org", "apikey", "scim-token":
 		return admin(ctx, args, getenv, stdout)
 	case "secrets":
 		return secrets(ctx, args[1:], getenv, stdout, stderr)

@@ -152,6 +152,39 @@ func (s *Store) SCIMTokenByHash(ctx context.Context, hash string) (storage.SCIMT
 	}, nil
 }
 
+// SetSCIMToken stores the new token before it removes the old ones, so that the integration
+// is never left without one by a failure between the two; a call made again removes them.
+func (s *Store) SetSCIMToken(ctx context.Context, orgID, integrationID string, t *storage.SCIMToken) (*storage.SCIMToken, error) {
+	a, err := s.GetAuthIntegration(ctx, orgID, integrationID)
+	if err == nil && a.Type != storage.IntegrationSCIM {
+		err = storage.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("set scim token of integration %s: %w", integrationID, err)
+	}
+	tokens := s.db.Collection(colSCIMTokens)
+	docs, err := findAll[scimTokenDoc](ctx, tokens, integrationFilter(orgID, integrationID), bson.D{{Key: "created_at", Value: 1}})
+	if err != nil {
+		return nil, fmt.Errorf("set scim token of integration %s: %w", integrationID, err)
+	}
+	gone := integrationFilter(orgID, integrationID)
+	if t != nil {
+		doc := scimTokenDoc{ID: t.ID, OrgID: orgID, IntegrationID: integrationID, Prefix: t.Prefix, Hash: t.Hash, CreatedAt: t.CreatedAt}
+		if _, err := tokens.InsertOne(ctx, doc); err != nil {
+			return nil, fmt.Errorf("set scim token of integration %s: %w", integrationID, mapErr(err))
+		}
+		gone = append(gone, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: t.ID}}})
+	}
+	if _, err := tokens.DeleteMany(ctx, gone); err != nil {
+		return nil, fmt.Errorf("set scim token of integration %s: remove the old one: %w", integrationID, mapErr(err))
+	}
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	d := docs[len(docs)-1]
+	return &storage.SCIMToken{ID: d.ID, OrgID: d.OrgID, IntegrationID: d.IntegrationID, Prefix: d.Prefix, Hash: d.Hash, CreatedAt: d.CreatedAt.UTC()}, nil
+}
+
 func newUserDoc(u storage.User) userDoc {
 	return userDoc{
 		Key: key(u.OrgID, u.ID), OrgID: u.OrgID, ID: u.ID, Email: u.Email, EmailKey: emailKey(u.Email),
