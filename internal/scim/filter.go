@@ -2,6 +2,7 @@ package scim
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -470,11 +471,17 @@ func tokenize(s string) ([]token, error) {
 			word := s[i:j]
 			t := token{kind: tWord, text: word, pos: i}
 			if c == '-' || c == '+' || ('0' <= c && c <= '9') {
+				// A word that is no number at all (a GUID such as 2819c223-7f76-…) stays a
+				// word, which may be a value written without quotes; one that is a number out
+				// of range is refused.
 				n, err := strconv.ParseFloat(word, 64)
-				if err != nil || math.IsInf(n, 0) || math.IsNaN(n) {
+				switch {
+				case errors.Is(err, strconv.ErrSyntax):
+				case err != nil || math.IsInf(n, 0) || math.IsNaN(n):
 					return nil, errorf(InvalidFilter, "%q at offset %d of the filter is not a number", word, i)
+				default:
+					t.kind, t.num = tNumber, n
 				}
-				t.kind, t.num = tNumber, n
 			}
 			toks = append(toks, t)
 			i = j
@@ -512,7 +519,7 @@ func punctuation(c byte) tokenKind {
 
 func isWordByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '_' || c == '-' || c == '$' || c == ':' || c == '.' || c == '+'
+		c == '_' || c == '-' || c == '$' || c == ':' || c == '.' || c == '+' || c == '@'
 }
 
 type parser struct {
@@ -657,6 +664,10 @@ func (p *parser) comparison(path AttrPath) (expr, error) {
 		value = false
 	case p.keyword(vt, "null"):
 		value = nil
+	case vt.kind == tWord && !p.keyword(vt, "and") && !p.keyword(vt, "or") && !p.keyword(vt, "not"):
+		// A value without quotes, as Microsoft's provisioning tutorial writes its examples
+		// (`externalId eq jyoung`, `manager eq 2819c223-7f76-…`): the word, as a string.
+		value = vt.text
 	default:
 		return nil, p.unexpected(vt, "a value")
 	}
