@@ -100,10 +100,16 @@ const DefaultOrg = "default"
 // bootstrapKeyID is the id of the key record that holds GRANTRY_BOOTSTRAP_API_KEY.
 const bootstrapKeyID = "bootstrap"
 
+// ErrBootstrapKeyRevoked is Bootstrap's answer for a bootstrap key that was revoked (or
+// replaced by another): it stays revoked, and the service runs without it.
+var ErrBootstrapKeyRevoked = errors.New("GRANTRY_BOOTSTRAP_API_KEY was revoked and stays revoked: requests with it are refused; unset it, or set a new key")
+
 // Bootstrap makes sure the service can be used at once. With bootstrapKey set, organization
-// "default" exists and accepts that key; setting another key replaces the previous bootstrap
-// key. With bootstrapKey empty and no API key at all, it creates organization "default" with a
-// new key and returns that key, for the caller to show once; otherwise it returns "".
+// "default" exists and accepts that key; setting another key replaces (and revokes) the
+// previous bootstrap key. A bootstrap key that was revoked is never stored again: Bootstrap
+// then changes nothing and returns ErrBootstrapKeyRevoked. With bootstrapKey empty and no API
+// key at all, it creates organization "default" with a new key and returns that key, for the
+// caller to show once; otherwise it returns "".
 func Bootstrap(ctx context.Context, store storage.OrgStore, bootstrapKey string, now time.Time) (string, error) {
 	now = now.UTC().Truncate(time.Millisecond)
 	if bootstrapKey == "" {
@@ -117,7 +123,11 @@ func Bootstrap(ctx context.Context, store storage.OrgStore, bootstrapKey string,
 		}
 		return issueScopedKey(ctx, store, uid.New(), org.ID, "", now)
 	}
-	if _, err := store.APIKeyByHash(ctx, apikey.Hash(bootstrapKey)); !errors.Is(err, storage.ErrNotFound) {
+	_, err := store.APIKeyByHash(ctx, apikey.Hash(bootstrapKey))
+	if errors.Is(err, storage.ErrRevoked) {
+		return "", ErrBootstrapKeyRevoked
+	}
+	if !errors.Is(err, storage.ErrNotFound) {
 		return "", err // nil when the key is already in place
 	}
 	org, err := ensureOrg(ctx, store, DefaultOrg, now)
@@ -127,7 +137,11 @@ func Bootstrap(ctx context.Context, store storage.OrgStore, bootstrapKey string,
 	if err := store.DeleteAPIKey(ctx, bootstrapKeyID); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return "", fmt.Errorf("replace bootstrap API key: %w", err)
 	}
-	if err := store.CreateAPIKey(ctx, keyRecord(bootstrapKeyID, org.ID, bootstrapKey, now)); err != nil && !errors.Is(err, storage.ErrConflict) {
+	err = store.CreateAPIKey(ctx, keyRecord(bootstrapKeyID, org.ID, bootstrapKey, now))
+	if errors.Is(err, storage.ErrRevoked) {
+		return "", ErrBootstrapKeyRevoked // revoked by another replica meanwhile
+	}
+	if err != nil && !errors.Is(err, storage.ErrConflict) {
 		return "", fmt.Errorf("store bootstrap API key: %w", err)
 	}
 	return "", nil

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -140,6 +141,34 @@ func TestBootstrap(t *testing.T) {
 		}
 		if key, _ := api.Bootstrap(ctx, f.store, "", time.Now()); key != "" {
 			t.Error("a new key was made although a key exists")
+		}
+	})
+	t.Run("a revoked bootstrap key stays revoked", func(t *testing.T) {
+		f := newFixture(t)
+		if _, err := api.Bootstrap(ctx, f.store, "dev-key-1", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		f.must("GET", "/users/list", "dev-key-1", nil)
+		f.must("DELETE", "/admin/api_keys/bootstrap", adminToken, nil)
+		// A restart with the same setting does not bring it back, and says why.
+		if _, err := api.Bootstrap(ctx, f.store, "dev-key-1", time.Now()); !errors.Is(err, api.ErrBootstrapKeyRevoked) {
+			t.Fatalf("Bootstrap with the revoked key = %v, want ErrBootstrapKeyRevoked", err)
+		}
+		f.clock.Advance(time.Second)
+		if r := f.do("GET", "/users/list", "dev-key-1", nil); r.Status != http.StatusUnauthorized {
+			t.Errorf("the revoked bootstrap key after a restart = %d, want 401", r.Status)
+		}
+		// A new key may be set; setting the revoked one again leaves the new one in place.
+		if _, err := api.Bootstrap(ctx, f.store, "dev-key-2", time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := api.Bootstrap(ctx, f.store, "dev-key-1", time.Now()); !errors.Is(err, api.ErrBootstrapKeyRevoked) {
+			t.Fatalf("Bootstrap with the revoked key again = %v, want ErrBootstrapKeyRevoked", err)
+		}
+		f.clock.Advance(time.Second)
+		f.must("GET", "/users/list", "dev-key-2", nil)
+		if r := f.do("GET", "/users/list", "dev-key-1", nil); r.Status != http.StatusUnauthorized {
+			t.Errorf("the revoked bootstrap key = %d, want 401", r.Status)
 		}
 	})
 }

@@ -189,6 +189,9 @@ func TestBatch(t *testing.T) {
 		{"no checks", map[string]any{}, `[{"loc":["body","checks"],"msg":"Field required","type":"missing"}]`},
 		{"empty checks", map[string]any{"checks": []any{}}, `[{"loc":["body","checks"],"msg":"List should have at least 1 item after validation, not 0","type":"too_short"}]`},
 		{"too many checks", map[string]any{"checks": repeatAny(item, 1001)}, `[{"loc":["body","checks"],"msg":"List should have at most 1000 items after validation, not 1001","type":"too_long"}]`},
+		// As pydantic answers: the list is too long, and its items are not looked at.
+		{"a megabyte of wrong checks", `{"checks":[` + strings.TrimSuffix(strings.Repeat(`{"user_id":1,"svc_id":2},`, 40_000), ",") + `]}`,
+			`[{"loc":["body","checks"],"msg":"List should have at most 1000 items after validation, not 40000","type":"too_long"}]`},
 		{"every bad item named", map[string]any{"checks": []any{item, map[string]any{"user_id": "", "svc_id": "x"}, 7,
 			map[string]any{"user_id": ada, "svc_id": model, "correlation_id": strings.Repeat("c", 257)}}},
 			`[{"loc":["body","checks",1,"user_id"],"msg":"String should have at least 1 character","type":"string_too_short"},

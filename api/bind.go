@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"reflect"
 	"slices"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-playground/validator/v10"
+
+	"github.com/grantry/grantry/internal/jsonstr"
 )
 
 // maxBodyBytes is the largest request body Grantry reads; a larger one is a 413.
@@ -127,12 +130,25 @@ func readBody(c *gin.Context) ([]byte, error) {
 	}
 	body, err := readAll(c.Request.Body, c.Request.ContentLength)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, errTooLarge
-		}
-		return nil, fmt.Errorf("read request body: %w", err)
+		return nil, bodyReadError(err)
 	}
 	return body, nil
+}
+
+// bodyReadError turns a failure to read the request body into its answer: 413 past
+// maxBodyBytes, 408 when the body did not arrive by the request deadline (or the server's
+// read timeout), 400 when the client ended it before its declared length.
+func bodyReadError(err error) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return errTooLarge
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return &Error{Status: http.StatusRequestTimeout, Detail: "The request body did not arrive within the request deadline.", Err: err}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &Error{Status: http.StatusBadRequest, Detail: "The request body ended before its declared length.", Err: err}
+	}
+	return fmt.Errorf("read request body: %w", err)
 }
 
 // readAll is io.ReadAll for a body that announced its length n (-1: unknown), which it
@@ -160,6 +176,11 @@ func readAll(r io.Reader, n int64) ([]byte, error) {
 func decodeBody(v *validator.Validate, body []byte, dst any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return &ValidationError{[]Problem{{Loc: []any{"body"}, Msg: msgMissing, Type: "missing"}}}
+	}
+	// encoding/json would read invalid UTF-8 (or a lone surrogate) as U+FFFD, making distinct
+	// ids one; FastAPI refuses a body it cannot decode as UTF-8 at the byte where it fails.
+	if at := jsonstr.InvalidText(body); at >= 0 {
+		return &ValidationError{[]Problem{{Loc: []any{"body", at}, Msg: msgJSON, Type: "json_invalid"}}}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -277,13 +298,48 @@ func checkTypes(t reflect.Type, v any, loc []any, problems *[]Problem) any {
 			if name == "" {
 				continue
 			}
-			if fv, ok := obj[name]; ok {
-				known[name] = checkTypes(f.Type, fv, append(loc, name), problems)
+			fv, ok := obj[name]
+			if !ok {
+				continue
 			}
+			if items, isList := fv.([]any); isList && f.Type.Kind() == reflect.Slice {
+				if max, ok := listMax(f); ok && len(items) > max {
+					known[name] = tooLong(max, len(items), append(loc, name), problems)
+					continue
+				}
+			}
+			known[name] = checkTypes(f.Type, fv, append(loc, name), problems)
 		}
 		return known
 	}
 	return v
+}
+
+// listMax returns the most items the list field f may have (its validate tag's max, before
+// any dive), and whether it has such a bound.
+func listMax(f reflect.StructField) (int, bool) {
+	for rule := range strings.SplitSeq(f.Tag.Get("validate"), ",") {
+		if rule == "dive" {
+			break
+		}
+		if v, ok := strings.CutPrefix(rule, "max="); ok {
+			n, err := strconv.Atoi(v)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// tooLong reports a list of n items where max are allowed, as pydantic does: that problem
+// alone, without looking at the items, so that a body of a million wrong items costs no more
+// to refuse than one of a thousand and one. The list becomes empty, whose own constraints the
+// problem covers.
+func tooLong(max, n int, loc []any, problems *[]Problem) any {
+	if len(*problems) < maxProblems {
+		*problems = append(*problems, Problem{Loc: slices.Clone(loc), Type: "too_long",
+			Msg: fmt.Sprintf("List should have at most %s after validation, not %d", plural(strconv.Itoa(max), "item"), n)})
+	}
+	return []any{}
 }
 
 func zeroJSON(t reflect.Type) any {

@@ -10,12 +10,16 @@ import (
 )
 
 // FuzzDecodeBody feeds untrusted bytes to the request decoder: it must never panic, must accept
-// only bodies that meet every constraint, and must explain every refusal in the FastAPI shape.
+// only bodies that meet every constraint, must explain every refusal in the FastAPI shape, and
+// must refuse text that is not UTF-8 as json_invalid at the byte where it fails, never read it
+// as U+FFFD.
 func FuzzDecodeBody(f *testing.F) {
 	for _, seed := range []string{
 		``, `{}`, `[]`, `null`, `"x"`, `{"user_id":"u","tags":["0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"]}`,
 		`{"user_id":1,"tags":[1,null,{}]}`, `{"user_id":"","tags":[]}`, `{"user_id":"u","tags":"x"}`,
 		`{"user_id":"u","tags":["0B6F1A52-6A51-4C59-9A43-3C1F4F2F6A01"]} `, `{"a":`, `{"user_id":"\u0000"}`, `{} {}`,
+		"{\"user_id\":\"a\xffb\",\"tags\":[\"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01\"]}", `{"user_id":"\ud800","tags":["0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"]}`,
+		"\\ud800\x80", "\\\xab\x80",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -23,6 +27,18 @@ func FuzzDecodeBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var req accessAllRequest
 		err := decodeBody(v, body, &req)
+		if len(bytes.TrimSpace(body)) > 0 && !utf8.Valid(body) {
+			ve, ok := errors.AsType[*ValidationError](err)
+			if !ok || len(ve.Problems) != 1 || ve.Problems[0].Type != "json_invalid" || len(ve.Problems[0].Loc) != 2 {
+				t.Fatalf("decodeBody(%q), not UTF-8, = %v, want one json_invalid problem at a byte", body, err)
+			}
+			// At the first byte that is not UTF-8, or before it at a lone surrogate's escape.
+			at, _ := ve.Problems[0].Loc[1].(int)
+			if !utf8.Valid(body[:at]) || at >= len(body) || body[at] != '\\' && utf8.Valid(body[:min(at+utf8.UTFMax, len(body))]) {
+				t.Fatalf("decodeBody(%q): json_invalid at %v, not where the text stops being UTF-8", body, ve.Problems[0].Loc)
+			}
+			return
+		}
 		if err == nil {
 			if req.UserID == "" || utf8.RuneCountInString(req.UserID) > maxName || len(req.Tags) == 0 || len(req.Tags) > 1000 {
 				t.Fatalf("accepted %q as %+v", body, req)

@@ -79,6 +79,10 @@ func (s *Server) writeError(c *gin.Context, err error) {
 	if status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", "Bearer")
 	}
+	if status == http.StatusRequestTimeout {
+		// The rest of the body may still come; the connection cannot serve another request.
+		c.Header("Connection", "close")
+	}
 	if status >= 500 {
 		s.log.LogAttrs(c.Request.Context(), slog.LevelError, "request failed",
 			slog.String("request_id", requestID(c)), slog.Int("status", status), slog.String("error", err.Error()))

@@ -116,6 +116,9 @@ var requestTypes = []struct {
 		}
 		return firstOf(problems...)
 	}},
+	{"authIntegrationRef", func() any { return new(authIntegrationRef) }, func(v any) string {
+		return name("auth_integration_id", v.(*authIntegrationRef).AuthIntegrationID, true)
+	}},
 	{"apiKeyRequest", func() any { return new(apiKeyRequest) }, func(v any) string {
 		r := v.(*apiKeyRequest)
 		if r.Scope != nil && *r.Scope != "admin" && *r.Scope != "manage" && *r.Scope != "check" {
@@ -196,7 +199,7 @@ func FuzzDecodeRequests(f *testing.F) {
 		"importRequest": {`{"auth_integration_id":"a","users":[{"email":"a@b","first":"A","last":"B"}]}`,
 			`{"auth_integration_id":"a","users":[{"id":"","email":""},{"id":null,"email":"x"},7,{"id":1}]}`,
 			`{"auth_integration_id":"a","users":[]}`},
-		"createOrgRequest":           {`{"name":"acme"}`, `{"name":"\u0000"}`},
+		"createOrgRequest":           {`{"name":"acme"}`, `{"name":"\u0000"}`, "{\"name\":\"ac\xe9me\"}", `{"name":"\udc00"}`},
 		"modelIntegrationRequest":    {`{"provider_key":"sk-test"}`, `{"provider_key":""}`, `{"provider_key":null}`},
 		"vectorDBIntegrationRequest": {`{"api_key":"pc-test","environment":"us-east-1"}`, `{"api_key":"k","environment":7}`},
 		"grantRequest": {`{"user_id":"u","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01","expires_at":"2030-01-02T03:04:05Z"}`,
@@ -209,7 +212,8 @@ func FuzzDecodeRequests(f *testing.F) {
 		"groupRequest":       {`{"group_id":"g"}`, `{"group_id":null}`},
 		"batchRequest": {`{"checks":[{"user_id":"u","svc_id":"0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01","correlation_id":"c1"}]}`,
 			`{"checks":[{"user_id":"u","svc_id":"x","correlation_id":7},1,{}]}`, `{"checks":[]}`},
-		"apiKeyRequest": {`{"scope":"check"}`, `{"scope":"root"}`, `{"scope":null}`},
+		"apiKeyRequest":      {`{"scope":"check"}`, `{"scope":"root"}`, `{"scope":null}`},
+		"authIntegrationRef": {`{"auth_integration_id":"6f1c2a3b-0000-4000-8000-000000000001"}`, `{"auth_integration_id":""}`, `{"auth_integration_id":7}`},
 	}
 	for i, rt := range requestTypes {
 		for _, s := range append(seeds[rt.name], ``, `{}`, `[]`, `null`, `{"a":`, `{} {}`) {
@@ -221,6 +225,9 @@ func FuzzDecodeRequests(f *testing.F) {
 		rt := requestTypes[int(which)%len(requestTypes)]
 		dst := rt.new()
 		err := decodeBody(v, body, dst)
+		if err == nil && !utf8.Valid(body) {
+			t.Fatalf("%s: accepted %q, which is not UTF-8: its strings were read as U+FFFD", rt.name, body)
+		}
 		if err == nil {
 			if problem := rt.valid(dst); problem != "" {
 				t.Fatalf("%s: accepted %q although %s", rt.name, body, problem)

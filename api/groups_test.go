@@ -243,7 +243,7 @@ func TestSCIMGroupsAreGrantableButTheirs(t *testing.T) {
 		f.explainReasons(key, cat, model)
 	}
 	if r := f.scimDo("PATCH", "/scim/v2/Groups/"+eng, token, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-		"Operations":[{"op":"replace","path":"displayName","value":"Platform"}]}`); r.Status != http.StatusOK {
+		"Operations":[{"op":"replace","path":"displayName","value":"Platform"}]}`); r.Status != http.StatusNoContent {
 		t.Fatalf("rename SCIM group = %d %s", r.Status, r.Body)
 	}
 	if got := f.explainReasons(key, cat, model); !slices.Equal(got, []string{"granted", "granted via group Platform"}) {

@@ -83,6 +83,13 @@ func (st invalidating) DeleteUser(ctx context.Context, orgID, integrationID, id 
 	return st.changedUser(ctx, st.Store.DeleteUser(ctx, orgID, integrationID, id, now), orgID, id)
 }
 
+// DeleteAuthIntegration removes every user of the integration, and the users' source the
+// policy reads: it reaches the whole organization.
+func (st invalidating) DeleteAuthIntegration(ctx context.Context, orgID, id string, now time.Time) (storage.RemovedIntegration, error) {
+	removed, err := st.Store.DeleteAuthIntegration(ctx, orgID, id, now)
+	return removed, st.changedOrg(ctx, err, orgID)
+}
+
 // Grants to users.
 
 func (st invalidating) Grant(ctx context.Context, g storage.Grant) error {

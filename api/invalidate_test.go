@@ -21,7 +21,7 @@ import (
 // decisionWrites are the Store methods that can change what a decision reads; invalidating
 // overrides each. Every other Store method must be in otherMethods.
 var decisionWrites = []string{
-	"CreateResource", "DeleteResource", "ImportUsers", "CreateUser", "UpdateUser", "DeleteUser",
+	"CreateResource", "DeleteResource", "ImportUsers", "CreateUser", "UpdateUser", "DeleteUser", "DeleteAuthIntegration",
 	"Grant", "GrantChanged", "SetGrant", "Revoke", "RevokeChanged",
 	"CreateGroup", "UpdateGroup", "DeleteGroup", "SetGroupGrant", "RevokeGroupGrant", "DeleteExpiredGrants",
 }
@@ -32,7 +32,7 @@ var otherMethods = []string{
 	"Ping", "Close", "Touch", "WatchChanges",
 	"CreateOrg", "GetOrg", "OrgByName", "ListOrgs", "CreateAPIKey", "APIKeyByHash", "DeleteAPIKey", "CountAPIKeys", "GetAPIKey", "ListAPIKeys",
 	"GetResource", "GetResources", "ResourceByName", "ListResources", "ReplaceSecret", "SwapSecret", "ResourcesWithSecrets",
-	"CreateAuthIntegration", "GetAuthIntegration", "ListAuthIntegrations", "CreateSCIMIntegration", "SCIMTokenByHash",
+	"CreateAuthIntegration", "GetAuthIntegration", "ListAuthIntegrations", "CreateSCIMIntegration", "SCIMTokenByHash", "SetSCIMToken",
 	"GetUser", "ListUsers", "UserByEmail", "UsersByExternalID", "IntegrationUsers",
 	"UserGrants", "ListGrants", "ResourceGrants", "GroupGrants", "ResourceGroupGrants", "AskedGrants", "UserFacts",
 	"GetGroup", "GetOrgGroup", "GroupByName", "IntegrationGroups", "ListGroups", "UserGroups",
@@ -104,6 +104,10 @@ func TestDecisionWritesDropTheCache(t *testing.T) {
 			return err
 		}, true},
 		{"DeleteUser", func(ctx context.Context, s storage.Store) error { return s.DeleteUser(ctx, org, "int", "ada", now) }, true},
+		{"DeleteAuthIntegration", func(ctx context.Context, s storage.Store) error {
+			_, err := s.DeleteAuthIntegration(ctx, org, "int", now)
+			return err
+		}, true},
 		{"Grant", func(ctx context.Context, s storage.Store) error {
 			return s.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: res, CreatedAt: now})
 		}, true},

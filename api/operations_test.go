@@ -407,8 +407,9 @@ func TestHostileBodies(t *testing.T) {
 		status           int
 		problems         int // how many 422 problems, when status is 422
 	}{
+		// Too many items: that one problem, the items unread, as pydantic reports it.
 		{"two hundred thousand wrong list items", "/provisions/can_user_access_all",
-			`{"user_id":"u","tags":[` + strings.Repeat("1,", 200_000) + `1]}`, http.StatusUnprocessableEntity, 2000},
+			`{"user_id":"u","tags":[` + strings.Repeat("1,", 200_000) + `1]}`, http.StatusUnprocessableEntity, 1},
 		{"every tag wrong at the limit", "/provisions/can_user_access_all",
 			`{"user_id":"","tags":[` + strings.Repeat(`"x",`, 999) + `"x"]}`, http.StatusUnprocessableEntity, 1001},
 		{"nesting 100,000 deep", "/provisions/can_user_access", strings.Repeat("[", 100_000), http.StatusUnprocessableEntity, 1},
@@ -430,5 +431,37 @@ func TestHostileBodies(t *testing.T) {
 				t.Errorf("%d problems, want %d", len(body.Detail), tc.problems)
 			}
 		})
+	}
+}
+
+// TestSCIMRateLimit: a SCIM token has a bucket of its own, as an API key has, and is refused
+// with a SCIM error and Retry-After when it is empty.
+func TestSCIMRateLimit(t *testing.T) {
+	f := newFixture(t, withRateLimit(2, 1))
+	_, key := f.org("acme")
+	_, okta := f.scimIntegration(key, "okta")
+	f.clock.Advance(time.Second)
+	_, entra := f.scimIntegration(key, "entra")
+	list := func(token string) response { return f.scimDo("GET", "/scim/v2/Users", token, "") }
+	if r := list(okta); r.Status != http.StatusOK {
+		t.Fatalf("first request = %d %s", r.Status, r.Body)
+	}
+	r := list(okta)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("second request at once = %d, Retry-After %q; want 429 and 1", r.Status, r.Header.Get("Retry-After"))
+	}
+	jsonEqual(t, r.Body, `{"schemas":["urn:ietf:params:scim:api:messages:2.0:Error"],"status":"429","detail":"Too many requests with this SCIM token; retry later."}`)
+	if r := list(entra); r.Status != http.StatusOK {
+		t.Errorf("another token = %d, want 200: each token has its own bucket", r.Status)
+	}
+	f.clock.Advance(time.Second)
+	if got := f.do("GET", "/users/list", key, nil).Status; got != http.StatusOK {
+		t.Errorf("the API key after its wait = %d, want 200: the tokens do not spend its bucket", got)
+	}
+	if r := list(okta); r.Status != http.StatusOK {
+		t.Errorf("after the wait = %d, want 200", r.Status)
+	}
+	if r := list("gscim_unknown"); r.Status != http.StatusUnauthorized {
+		t.Errorf("unknown token = %d, want 401 before any bucket", r.Status)
 	}
 }

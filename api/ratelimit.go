@@ -85,16 +85,23 @@ func (l *rateLimiter) sweep(now time.Time) {
 // rateLimit answers 429 with Retry-After when the request's API key has used up its bucket. It
 // runs after authenticate, so only known keys get a bucket, and never before the caller is known.
 func (s *Server) rateLimit(c *gin.Context) {
+	s.limit(c, requestOf(c).keyID, "Too many requests with this API key; retry later.")
+}
+
+// scimRateLimit is rateLimit for SCIM tokens, after scimAuthenticate: each token has a bucket
+// of its own, as each API key has, at the same rate.
+func (s *Server) scimRateLimit(c *gin.Context) {
+	s.limit(c, "scim:"+requestOf(c).caller.ID, "Too many requests with this SCIM token; retry later.")
+}
+
+// limit spends one of the bucket key's tokens, or answers 429 with detail when there is none.
+func (s *Server) limit(c *gin.Context, key, detail string) {
 	if s.limiter == nil {
 		c.Next()
 		return
 	}
-	if ok, wait := s.limiter.take(requestOf(c).keyID); !ok {
-		s.writeError(c, &Error{
-			Status:     http.StatusTooManyRequests,
-			Detail:     "Too many requests with this API key; retry later.",
-			RetryAfter: retryAfter(wait),
-		})
+	if ok, wait := s.limiter.take(key); !ok {
+		s.writeError(c, &Error{Status: http.StatusTooManyRequests, Detail: detail, RetryAfter: retryAfter(wait)})
 		return
 	}
 	c.Next()

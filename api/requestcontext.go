@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -133,7 +134,9 @@ func (r *requestContext) cancel() {
 // deadline puts the request timeout on the request's context, so that every store call and
 // policy evaluation made for the request gives up by then: a store that does not answer makes
 // a 503 within the timeout rather than a request that hangs. It covers the whole handling,
-// reading the body included.
+// reading the body included: the connection's reads of a body end at the deadline too (or at
+// the server's ReadTimeout, if that comes first), so that a client that stalls its body gets
+// a 408 then (bodyReadError), not a handler blocked until the server gives up.
 func (s *Server) deadline(c *gin.Context) {
 	if s.requestTimeout <= 0 {
 		c.Next()
@@ -141,6 +144,20 @@ func (s *Server) deadline(c *gin.Context) {
 	}
 	r := requestOf(c)
 	r.deadline = r.start.Add(s.requestTimeout)
+	if c.Request.ContentLength != 0 && c.Request.Body != http.NoBody && c.Request.Body != nil {
+		limitBodyReads(c, r.deadline)
+	}
 	defer r.cancel()
 	c.Next()
+}
+
+// limitBodyReads ends the reads of the request's body at deadline, unless the server that
+// serves it ends them sooner. A ResponseWriter that cannot (a test's recorder) is left as it is.
+func limitBodyReads(c *gin.Context, deadline time.Time) {
+	if hs, ok := c.Request.Context().Value(http.ServerContextKey).(*http.Server); ok && hs.ReadTimeout > 0 {
+		if deadline.After(time.Now().Add(hs.ReadTimeout)) {
+			return
+		}
+	}
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(deadline)
 }

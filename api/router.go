@@ -58,6 +58,9 @@ func (s *Server) routes() *gin.Engine {
 
 	a.POST("/auth_integration/create", s.createAuthIntegration)
 	list("/auth_integration/list", s.listAuthIntegrations)
+	a.POST("/auth_integration/remove", s.removeAuthIntegration)
+	a.POST("/auth_integration/scim_token/rotate", s.rotateSCIMToken)
+	a.POST("/auth_integration/scim_token/revoke", s.revokeSCIMToken)
 	a.POST("/users/import", s.importUsers)
 	list("/users/list", s.listUsers)
 	s.accessRoutes(a)
@@ -71,6 +74,8 @@ func (s *Server) routes() *gin.Engine {
 	admin.GET("/orgs/", s.listOrgs)
 	admin.POST("/orgs/:id/api_keys", s.createAPIKey)
 	admin.DELETE("/api_keys/:id", s.revokeAPIKey)
+	admin.POST("/orgs/:id/auth_integrations/:integration_id/scim_token", s.adminRotateSCIMToken)
+	admin.DELETE("/orgs/:id/auth_integrations/:integration_id/scim_token", s.adminRevokeSCIMToken)
 	return r
 }
 

@@ -2,10 +2,10 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,8 +32,9 @@ const (
 
 // scimRoutes serves SCIM under scimBasePath. Every path, discovery included, needs the SCIM
 // token of an integration; an API key is refused there, as a SCIM token is everywhere else.
+// Tokens are rate-limited as API keys are.
 func (s *Server) scimRoutes(r *gin.Engine) {
-	g := r.Group(scimBasePath, s.scimAuthenticate)
+	g := r.Group(scimBasePath, s.scimAuthenticate, s.scimRateLimit)
 	both := func(method, path string, h gin.HandlerFunc) { withSlash(g, method, path, h) }
 	both(http.MethodGet, "/ServiceProviderConfig", s.scimServiceProviderConfig)
 	both(http.MethodGet, "/ResourceTypes", s.scimResourceTypes)
@@ -207,12 +208,9 @@ func scimLocation(c *gin.Context, path string) string {
 // readSCIMBody reads the request body as one JSON object. SCIM clients send
 // application/scim+json, application/json or nothing, so the content type is not checked.
 func readSCIMBody(c *gin.Context) (map[string]any, []byte, error) {
-	body, err := io.ReadAll(c.Request.Body)
+	body, err := readAll(c.Request.Body, c.Request.ContentLength)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, nil, errTooLarge
-		}
-		return nil, nil, fmt.Errorf("read request body: %w", err)
+		return nil, nil, bodyReadError(err)
 	}
 	obj, err := scim.DecodeObject(body)
 	if err != nil {
@@ -329,6 +327,35 @@ type listResponse struct {
 	Resources    []any    `json:"Resources"`
 }
 
+// maxFilterWork bounds the work of one filtered list that no index answers: the filter's terms
+// times the resources it is evaluated on. A term costs 0.4 to 1.2 µs on a user, so this is
+// about a second of CPU at most; a filter that would take more is refused as tooMany before
+// any is done, and the request's deadline stops the rest.
+const maxFilterWork = 1_000_000
+
+// checkFilterWork refuses, as tooMany, a filter whose evaluation on candidates resources would
+// exceed maxFilterWork.
+func checkFilterWork(f *scim.Filter, candidates int) error {
+	if f == nil || f.Terms()*candidates <= maxFilterWork {
+		return nil
+	}
+	return scimError(http.StatusBadRequest, scim.TooMany, fmt.Sprintf(
+		"A filter of %d terms over the integration's %d resources is more than the %d term evaluations one request may make; narrow it by id, userName, externalId or displayName, or use fewer terms.",
+		f.Terms(), candidates, maxFilterWork), nil)
+}
+
+// errSCIMDeadline answers a list whose filtering ran past the request's deadline. It is not a
+// store error, so it neither counts as one nor makes the check path distrust its cache.
+var errSCIMDeadline = scimError(http.StatusServiceUnavailable, "", "The request took longer than its deadline; narrow the filter, or try again shortly.", nil)
+
+// checkDeadline returns errSCIMDeadline once ctx is done, every so many steps of a loop.
+func checkDeadline(ctx context.Context, step int) error {
+	if step%64 == 0 && ctx.Err() != nil {
+		return errSCIMDeadline
+	}
+	return nil
+}
+
 // scimList writes a page of resources, each projected as the query asks.
 func (s *Server) scimList(c *gin.Context, rt *scim.ResourceType, q listQuery, total int, resources []map[string]any) {
 	out := make([]any, len(resources))
@@ -342,17 +369,20 @@ func (s *Server) scimList(c *gin.Context, rt *scim.ResourceType, q listQuery, to
 }
 
 // filterPage applies the query's filter and page to resources that are candidates for it,
-// and returns the page and how many matched in all.
-func filterPage(rt *scim.ResourceType, q listQuery, candidates []map[string]any) ([]map[string]any, int) {
+// and returns the page and how many matched in all, or errSCIMDeadline.
+func filterPage(ctx context.Context, rt *scim.ResourceType, q listQuery, candidates []map[string]any) ([]map[string]any, int, error) {
 	matched := candidates[:0:0]
-	for _, r := range candidates {
+	for i, r := range candidates {
+		if err := checkDeadline(ctx, i); err != nil {
+			return nil, 0, err
+		}
 		if q.filter == nil || q.filter.Matches(rt, r) {
 			matched = append(matched, r)
 		}
 	}
 	from := min(q.startIndex-1, len(matched))
 	to := min(from+q.count, len(matched))
-	return matched[from:to], len(matched)
+	return matched[from:to], len(matched), nil
 }
 
 // scimVersion is the entity tag of a resource last modified at ms (Unix milliseconds): the

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -15,7 +16,7 @@ import (
 )
 
 // A SCIM group is a group of users of the token's integration, kept with its members (user
-// ids) for group-based access.
+// ids, with the display names the provider sent) for group-based access.
 
 // groupAttributes returns the group's SCIM attributes without id, meta and schemas: what PATCH
 // operations apply to.
@@ -27,11 +28,21 @@ func groupAttributes(g storage.Group) map[string]any {
 	if len(g.Members) > 0 {
 		members := make([]any, len(g.Members))
 		for i, m := range g.Members {
-			members[i] = map[string]any{"value": m}
+			members[i] = memberOf(g, m)
 		}
 		doc["members"] = members
 	}
 	return doc
+}
+
+// memberOf is member m of g as PATCH operations see it: its value, and its display if it has
+// one.
+func memberOf(g storage.Group, m string) map[string]any {
+	member := map[string]any{"value": m}
+	if d, ok := g.MemberDisplays[m]; ok {
+		member["display"] = d
+	}
+	return member
 }
 
 // groupResource is the group as SCIM shows it. members is always there, empty or not, so that
@@ -40,7 +51,9 @@ func groupResource(c *gin.Context, g storage.Group) map[string]any {
 	doc := groupAttributes(g)
 	members := make([]any, len(g.Members))
 	for i, m := range g.Members {
-		members[i] = map[string]any{"value": m, "$ref": scimLocation(c, "/Users/"+m), "type": "User"}
+		member := memberOf(g, m)
+		member["$ref"], member["type"] = scimLocation(c, "/Users/"+m), "User"
+		members[i] = member
 	}
 	doc["members"] = members
 	doc["schemas"] = []string{scim.GroupSchema}
@@ -58,7 +71,8 @@ func groupResource(c *gin.Context, g storage.Group) map[string]any {
 func groupVersion(g storage.Group) string { return scimVersion(g.ModifiedAt.UnixMilli()) }
 
 // setGroupAttributes makes g what the SCIM attributes doc say, and moves ModifiedAt to now if
-// anything changed. Members are named by their value, the user's id; each is kept once.
+// anything changed. Members are named by their value, the user's id; each is kept once, with
+// the display of its first mention that has one.
 func setGroupAttributes(g *storage.Group, doc map[string]any, now time.Time) error {
 	before := *g
 	name, _ := doc["displayName"].(string)
@@ -72,6 +86,8 @@ func setGroupAttributes(g *storage.Group, doc map[string]any, now time.Time) err
 		}
 	}
 	var members []string
+	var displays map[string]string
+	seen := map[string]bool{}
 	list, _ := doc["members"].([]any)
 	for _, e := range list {
 		m, _ := e.(map[string]any)
@@ -79,12 +95,25 @@ func setGroupAttributes(g *storage.Group, doc map[string]any, now time.Time) err
 		if v == "" {
 			return &scim.Error{Type: scim.InvalidValue, Detail: "every member needs a value, the id of a user"}
 		}
-		if !slices.Contains(members, v) {
+		if !seen[v] {
+			seen[v] = true
 			members = append(members, v)
 		}
+		if d, ok := m["display"].(string); ok && d != "" {
+			if err := checkLength("members.display", d); err != nil {
+				return err
+			}
+			if _, kept := displays[v]; !kept {
+				if displays == nil {
+					displays = map[string]string{}
+				}
+				displays[v] = d
+			}
+		}
 	}
-	g.DisplayName, g.ExternalID, g.Members = name, externalID, members
-	if g.DisplayName != before.DisplayName || g.ExternalID != before.ExternalID || !slices.Equal(g.Members, before.Members) {
+	g.DisplayName, g.ExternalID, g.Members, g.MemberDisplays = name, externalID, members, displays
+	if g.DisplayName != before.DisplayName || g.ExternalID != before.ExternalID || !slices.Equal(g.Members, before.Members) ||
+		!maps.Equal(g.MemberDisplays, before.MemberDisplays) {
 		g.ModifiedAt = now
 	}
 	return nil
@@ -155,17 +184,25 @@ func (s *Server) scimGroupsPage(c *gin.Context, q listQuery) {
 	}
 	resources := make([]map[string]any, len(groups))
 	for i, g := range groups {
+		if err := checkDeadline(ctx, i); err != nil {
+			s.writeError(c, err)
+			return
+		}
 		resources[i] = groupResource(c, g)
 	}
 	if q.filter != nil {
-		resources, total = filterPage(scim.Group, q, resources)
+		if resources, total, err = filterPage(ctx, scim.Group, q, resources); err != nil {
+			s.writeError(c, err)
+			return
+		}
 	}
 	s.scimList(c, scim.Group, q, total, resources)
 }
 
 // groupCandidates returns the integration's groups that may match filter: found by index when
 // the filter asks for one displayName or id (as Entra ID does to learn whether a user is a
-// member: `id eq "…" and members[value eq "…"]`), else all of them.
+// member: `id eq "…" and members[value eq "…"]`), else all of them, if filtering them all is
+// within maxFilterWork.
 func (s *Server) groupCandidates(ctx context.Context, org, integ string, f *scim.Filter) ([]storage.Group, error) {
 	if v, ok := f.Equality(scim.Group, "id"); ok {
 		return optional(s.store.GetGroup(ctx, org, integ, v))
@@ -173,13 +210,21 @@ func (s *Server) groupCandidates(ctx context.Context, org, integ string, f *scim
 	if v, ok := f.Equality(scim.Group, "displayName"); ok {
 		return optional(s.store.GroupByName(ctx, org, integ, v))
 	}
+	_, total, err := s.store.IntegrationGroups(ctx, org, integ, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFilterWork(f, total); err != nil {
+		return nil, err
+	}
 	groups, _, err := s.store.IntegrationGroups(ctx, org, integ, 0, -1)
 	return groups, err
 }
 
 // updateGroup applies change to the integration's group id in one atomic read-modify-write,
-// after checking If-Match against the version read, and answers with the group.
-func (s *Server) updateGroup(c *gin.Context, change func(doc map[string]any) (map[string]any, error)) {
+// after checking If-Match against the version read, and answers with the group, or, when
+// brief, with 204 and its ETag alone.
+func (s *Server) updateGroup(c *gin.Context, brief bool, change func(doc map[string]any) (map[string]any, error)) {
 	id, ifMatch, now := c.Param("id"), c.GetHeader("If-Match"), s.clock()
 	g, err := s.store.UpdateGroup(c.Request.Context(), orgID(c), scimIntegration(c), id, func(g *storage.Group) error {
 		if err := checkIfMatch(ifMatch, groupVersion(*g)); err != nil {
@@ -193,6 +238,11 @@ func (s *Server) updateGroup(c *gin.Context, change func(doc map[string]any) (ma
 	})
 	if err != nil {
 		s.writeError(c, scimGroupError(err, id))
+		return
+	}
+	if brief {
+		c.Header("ETag", groupVersion(g))
+		scimNoContent(c)
 		return
 	}
 	s.scimResource(c, scim.Group, http.StatusOK, groupResource(c, g))
@@ -210,9 +260,12 @@ func (s *Server) scimReplaceGroup(c *gin.Context) {
 		s.writeError(c, scimBadRequest(err))
 		return
 	}
-	s.updateGroup(c, func(map[string]any) (map[string]any, error) { return doc, nil })
+	s.updateGroup(c, false, func(map[string]any) (map[string]any, error) { return doc, nil })
 }
 
+// scimPatchGroup answers 204 without a body, as Entra ID expects (a group's members may be
+// many), unless the request asks for attributes or excludedAttributes: then 200 with the
+// group, projected so (RFC 7644 §3.5.2).
 func (s *Server) scimPatchGroup(c *gin.Context) {
 	_, raw, err := readSCIMBody(c)
 	if err != nil {
@@ -224,7 +277,8 @@ func (s *Server) scimPatchGroup(c *gin.Context) {
 		s.writeError(c, scimBadRequest(err))
 		return
 	}
-	s.updateGroup(c, func(doc map[string]any) (map[string]any, error) {
+	brief := queryFold(c, "attributes") == "" && queryFold(c, "excludedAttributes") == ""
+	s.updateGroup(c, brief, func(doc map[string]any) (map[string]any, error) {
 		return doc, scim.Apply(scim.Group, doc, ops)
 	})
 }

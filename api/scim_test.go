@@ -3,6 +3,7 @@ package api_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,12 @@ import (
 // scimDo sends a SCIM request with a bearer token (none if empty) and a body (none if empty),
 // and checks that the answer, whatever it is, is SCIM's media type.
 func (f *fixture) scimDo(method, path, token, body string, header ...string) response {
+	f.tb.Helper()
+	return f.scimDoOn(f.srv, method, path, token, body, header...)
+}
+
+// scimDoOn is scimDo on another server, such as a second replica on the same store.
+func (f *fixture) scimDoOn(srv http.Handler, method, path, token, body string, header ...string) response {
 	f.tb.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	if body != "" {
@@ -24,7 +31,7 @@ func (f *fixture) scimDo(method, path, token, body string, header ...string) res
 		req.Header.Set(header[i], header[i+1])
 	}
 	rec := httptest.NewRecorder()
-	f.srv.ServeHTTP(rec, req)
+	srv.ServeHTTP(rec, req)
 	if ct := rec.Header().Get("Content-Type"); ct != "application/scim+json" {
 		f.tb.Errorf("%s %s: Content-Type = %q, want application/scim+json", method, path, ct)
 	}
@@ -260,6 +267,9 @@ func TestSCIMErrors(t *testing.T) {
 		{"body not an object", "POST", "/scim/v2/Users", `["userName"]`, nil, 400, "invalidSyntax"},
 		{"no body", "POST", "/scim/v2/Groups", ``, nil, 400, "invalidSyntax"},
 		{"no userName", "POST", "/scim/v2/Users", `{"name":{"givenName":"X"}}`, nil, 400, "invalidValue"},
+		{"no userName, but emails", "POST", "/scim/v2/Users", `{"emails":[{"value":"x@example.com","type":"work","primary":true}]}`, nil, 400, "invalidValue"},
+		{"an empty userName", "POST", "/scim/v2/Users", `{"userName":"","emails":[{"value":"x@example.com"}]}`, nil, 400, "invalidValue"},
+		{"PUT without userName", "PUT", "/scim/v2/Users/" + id, `{"emails":[{"value":"ada@example.com","primary":true}],"active":true}`, nil, 400, "invalidValue"},
 		{"userName not a string", "POST", "/scim/v2/Users", `{"userName":42}`, nil, 400, "invalidValue"},
 		{"userName too long", "POST", "/scim/v2/Users", `{"userName":"` + strings.Repeat("a", 257) + `"}`, nil, 400, "invalidValue"},
 		{"no displayName", "POST", "/scim/v2/Groups", `{"members":[]}`, nil, 400, "invalidValue"},
@@ -441,6 +451,86 @@ func TestSCIMSearch(t *testing.T) {
 				return
 			}
 			jsonEqual(t, r.Body, tt.want)
+		})
+	}
+}
+
+// TestSCIMGroupPatchAnswer: a group PATCH answers 204 with the new ETag and no body, as Entra
+// ID expects, unless the request asks for attributes: then 200 with the group, projected.
+func TestSCIMGroupPatchAnswer(t *testing.T) {
+	f := newFixture(t)
+	_, key := f.org("acme")
+	_, token := f.scimIntegration(key, "okta")
+	ada := f.scimUser(token, "ada@example.com")
+	r := f.scimDo("POST", "/scim/v2/Groups", token, `{"displayName":"eng"}`)
+	g := decode[struct{ ID string }](t, r).ID
+	created := r.Header.Get("ETag")
+	add := `{"Operations":[{"op":"add","path":"members","value":[{"value":"` + ada + `","display":"Ada L."}]}]}`
+
+	r = f.scimDo("PATCH", "/scim/v2/Groups/"+g, token, add)
+	if r.Status != http.StatusNoContent || len(r.Body) != 0 || r.Header.Get("ETag") == "" || r.Header.Get("ETag") == created {
+		t.Fatalf("PATCH = %d %q, ETag %q (was %q); want 204, no body, a new ETag", r.Status, r.Body, r.Header.Get("ETag"), created)
+	}
+	if got := f.scimDo("GET", "/scim/v2/Groups/"+g, token, ""); got.Header.Get("ETag") != r.Header.Get("ETag") {
+		t.Errorf("GET ETag = %q, the PATCH's %q", got.Header.Get("ETag"), r.Header.Get("ETag"))
+	}
+	for _, q := range []string{"?attributes=members", "?excludedAttributes=displayName"} {
+		r = f.scimDo("PATCH", "/scim/v2/Groups/"+g+q, token, `{"Operations":[{"op":"replace","path":"externalId","value":"e`+q+`"}]}`)
+		if r.Status != http.StatusOK {
+			t.Fatalf("PATCH%s = %d %s, want 200", q, r.Status, r.Body)
+		}
+		body := decode[map[string]any](t, r)
+		if q == "?attributes=members" && (body["displayName"] != nil || body["externalId"] != nil) {
+			t.Errorf("PATCH%s = %s, want only id, schemas and members", q, r.Body)
+		}
+		if q == "?excludedAttributes=displayName" && (body["displayName"] != nil || body["externalId"] != "e"+q) {
+			t.Errorf("PATCH%s = %s, want the group without displayName", q, r.Body)
+		}
+		jsonEqual(t, []byte(extract(t, r.Body, "members")), `[{"value":"`+ada+`","display":"Ada L.","$ref":"http://example.com/scim/v2/Users/`+ada+`","type":"User"}]`)
+	}
+	// A user's PATCH still answers with the user.
+	if r := f.scimDo("PATCH", "/scim/v2/Users/"+ada, token, patchInactive); r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"active":false`) {
+		t.Errorf("user PATCH = %d %s, want 200 with the user", r.Status, r.Body)
+	}
+}
+
+// TestSCIMFilterBounds: a filter too long or of too many terms is refused as invalidFilter
+// before anything is evaluated, wherever it comes from, and one within the bounds is answered.
+func TestSCIMFilterBounds(t *testing.T) {
+	f := newFixture(t)
+	_, key := f.org("acme")
+	_, token := f.scimIntegration(key, "okta")
+	ada := f.scimUser(token, "ada@example.com")
+	f.scimUser(token, "bob@example.com")
+	terms := func(n int) string {
+		return strings.TrimSuffix(strings.Repeat(`userName eq "nobody@example.com" or `, n-1)+`userName eq "ada@example.com"`, " or ")
+	}
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		scimType                 string
+	}{
+		{"a megabyte of terms in a search", "POST", "/scim/v2/Users/.search", `{"filter":"` + strings.ReplaceAll(terms(25_000), `"`, `\"`) + `"}`, 400, "invalidFilter"},
+		{"too many terms in the query", "GET", "/scim/v2/Users?filter=" + url.QueryEscape(terms(101)), "", 400, "invalidFilter"},
+		{"too many terms over groups", "GET", "/scim/v2/Groups?filter=" + url.QueryEscape(strings.ReplaceAll(terms(101), "userName", "displayName")), "", 400, "invalidFilter"},
+		{"as many terms as allowed", "GET", "/scim/v2/Users?filter=" + url.QueryEscape(terms(100)), "", 200, ""},
+		{"too many PATCH operations", "PATCH", "/scim/v2/Users/" + ada, `{"Operations":[` + strings.Repeat(`{"op":"replace","path":"title","value":"x"},`, 1000) + `{"op":"remove","path":"title"}]}`, 400, "invalidValue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.scimDo(tt.method, tt.path, token, tt.body)
+			if r.Status != tt.status {
+				t.Fatalf("status = %d %.300s, want %d", r.Status, r.Body, tt.status)
+			}
+			if tt.status == 200 {
+				if got := decode[struct{ TotalResults int }](t, r).TotalResults; got != 1 {
+					t.Errorf("totalResults = %d, want 1", got)
+				}
+				return
+			}
+			if e := decode[map[string]any](t, r); e["scimType"] != tt.scimType {
+				t.Errorf("error = %s, want scimType %s", r.Body, tt.scimType)
+			}
 		})
 	}
 }

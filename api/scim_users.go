@@ -76,15 +76,12 @@ func userResource(c *gin.Context, u storage.User) (map[string]any, error) {
 func userVersion(u storage.User) string { return scimVersion(u.ModifiedAt.UnixMilli()) }
 
 // setUserAttributes makes u what the SCIM attributes doc say, and moves ModifiedAt to now if
-// anything changed. userName is required; when it is absent the primary (or else the work, or
-// else the first) email stands in. active, when absent, stays as it was: a PUT that leaves it
-// out must not bring a deactivated user back.
+// anything changed. userName is required (RFC 7643 §4.1.1): nothing else stands in for it.
+// active, when absent, stays as it was: a PUT that leaves it out must not bring a deactivated
+// user back.
 func setUserAttributes(u *storage.User, doc map[string]any, now time.Time) error {
 	before := *u
 	userName, _ := doc["userName"].(string)
-	if userName == "" {
-		userName = pickEmail(doc["emails"])
-	}
 	if userName == "" {
 		return &scim.Error{Type: scim.InvalidValue, Detail: "userName is required"}
 	}
@@ -127,30 +124,6 @@ func setUserAttributes(u *storage.User, doc map[string]any, now time.Time) error
 		u.ModifiedAt = now
 	}
 	return nil
-}
-
-// pickEmail returns the value of the primary email, or else of the work email, or else of the
-// first one.
-func pickEmail(emails any) string {
-	list, _ := emails.([]any)
-	var work, first string
-	for _, e := range list {
-		m, _ := e.(map[string]any)
-		v, _ := m["value"].(string)
-		switch {
-		case v == "":
-		case m["primary"] == true:
-			return v
-		case m["type"] == "work" && work == "":
-			work = v
-		case first == "":
-			first = v
-		}
-	}
-	if work != "" {
-		return work
-	}
-	return first
 }
 
 // scimUserError maps what the store says about a user to SCIM's answers.
@@ -237,7 +210,11 @@ func (s *Server) scimUsersPage(c *gin.Context, q listQuery) {
 		return
 	}
 	resources := make([]map[string]any, 0, len(users))
-	for _, u := range users {
+	for i, u := range users {
+		if err := checkDeadline(ctx, i); err != nil {
+			s.writeError(c, err)
+			return
+		}
 		res, err := userResource(c, u)
 		if err != nil {
 			s.writeError(c, err)
@@ -246,13 +223,17 @@ func (s *Server) scimUsersPage(c *gin.Context, q listQuery) {
 		resources = append(resources, res)
 	}
 	if q.filter != nil {
-		resources, total = filterPage(scim.User, q, resources)
+		if resources, total, err = filterPage(ctx, scim.User, q, resources); err != nil {
+			s.writeError(c, err)
+			return
+		}
 	}
 	s.scimList(c, scim.User, q, total, resources)
 }
 
 // userCandidates returns the integration's users that may match filter: found by index when
-// the filter asks for one userName, externalId or id, else all of them.
+// the filter asks for one userName, externalId or id, else all of them, if filtering them all
+// is within maxFilterWork.
 func (s *Server) userCandidates(ctx context.Context, org, integ string, f *scim.Filter) ([]storage.User, error) {
 	if v, ok := f.Equality(scim.User, "userName"); ok {
 		u, err := s.store.UserByEmail(ctx, org, integ, v)
@@ -267,6 +248,13 @@ func (s *Server) userCandidates(ctx context.Context, org, integ string, f *scim.
 			return nil, nil
 		}
 		return optional(u, err)
+	}
+	_, total, err := s.store.IntegrationUsers(ctx, org, integ, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFilterWork(f, total); err != nil {
+		return nil, err
 	}
 	users, _, err := s.store.IntegrationUsers(ctx, org, integ, 0, -1)
 	return users, err

@@ -24,12 +24,15 @@ var checkScopeWrites = map[string]bool{
 }
 
 // keyManagement are the calls that only a key of scope admin may make: an organization's own
-// key management. A manage key that could make keys could make itself an admin key.
+// key management, and its SCIM tokens'. A manage key that could make keys could make itself an
+// admin key.
 var keyManagement = map[string]bool{
-	"GET /api_keys":        true,
-	"GET /api_keys/":       true,
-	"POST /api_keys":       true,
-	"DELETE /api_keys/:id": true,
+	"GET /api_keys":                            true,
+	"GET /api_keys/":                           true,
+	"POST /api_keys":                           true,
+	"DELETE /api_keys/:id":                     true,
+	"POST /auth_integration/scim_token/rotate": true,
+	"POST /auth_integration/scim_token/revoke": true,
 }
 
 // scopeAllows reports whether a key of scope may call route ("METHOD pattern"). A scope it

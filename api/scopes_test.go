@@ -87,11 +87,14 @@ func TestScopes(t *testing.T) {
 		{"POST", "/groups/add_member", "", map[string]string{"group_id": eng, "user_id": ada}, manageScope},
 		{"POST", "/groups/remove_member", "", map[string]string{"group_id": eng, "user_id": ada}, manageScope},
 		{"POST", "/groups/remove", "", map[string]string{"group_id": "nope"}, manageScope},
+		{"POST", "/auth_integration/remove", "", map[string]string{"auth_integration_id": "nope"}, manageScope},
 
 		{"GET", "/api_keys", "", nil, adminScope},
 		{"GET", "/api_keys/", "", nil, adminScope},
 		{"POST", "/api_keys", "", map[string]string{"scope": "check"}, adminScope},
 		{"DELETE", "/api_keys/:id", "/api_keys/" + spare, nil, adminScope},
+		{"POST", "/auth_integration/scim_token/rotate", "", map[string]string{"auth_integration_id": "nope"}, adminScope},
+		{"POST", "/auth_integration/scim_token/revoke", "", map[string]string{"auth_integration_id": "nope"}, adminScope},
 	}
 
 	classified := map[string]bool{}

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 )
@@ -38,6 +39,12 @@ type SCIMStore interface {
 	CreateSCIMIntegration(ctx context.Context, a AuthIntegration, t SCIMToken) error
 	// SCIMTokenByHash returns the token whose Hash is hash, or ErrNotFound.
 	SCIMTokenByHash(ctx context.Context, hash string) (SCIMToken, error)
+	// SetSCIMToken gives the organization's SCIM integration integrationID the token t in
+	// place of the one it has, or leaves it without one when t is nil, and returns the token
+	// it replaced (nil if none): from then on that token authenticates nothing. It returns
+	// ErrNotFound if the organization has no integration of Type IntegrationSCIM with this id,
+	// and ErrConflict if t's hash is taken.
+	SetSCIMToken(ctx context.Context, orgID, integrationID string, t *SCIMToken) (*SCIMToken, error)
 
 	// CreateUser stores a new user u in integration u.IntegrationID of u.OrgID, taking
 	// IntegrationName from the integration. It returns ErrNotFound if the organization has no
@@ -80,7 +87,8 @@ type SCIMStore interface {
 	// IntegrationUsers pages users, and how many groups the integration has in all.
 	IntegrationGroups(ctx context.Context, orgID, integrationID string, offset, limit int) ([]Group, int, error)
 	// UpdateGroup calls fn on the integration's group id and stores what fn leaves in it:
-	// DisplayName, ExternalID, Members and ModifiedAt may change; the other fields are kept.
+	// DisplayName, ExternalID, Members, MemberDisplays and ModifiedAt may change; the other
+	// fields are kept.
 	// It writes nothing when fn changes nothing, and returns the group as stored. An error of
 	// fn is returned (wrapped) and nothing is written. It returns ErrNotFound if the
 	// integration has no group id, ErrConflict if the new DisplayName is another group's, and
@@ -112,9 +120,13 @@ type Group struct {
 	DisplayName   string
 	ExternalID    string
 	// Members are the ids of the users in the group, each once, in the order they were added.
-	Members    []string
-	CreatedAt  time.Time
-	ModifiedAt time.Time
+	Members []string
+	// MemberDisplays are the display names the identity provider sent with members, by member
+	// id, for those it sent one with; nil when there are none. The store keeps them as given,
+	// and drops a member's when the member leaves the group because the user was deleted.
+	MemberDisplays map[string]string
+	CreatedAt      time.Time
+	ModifiedAt     time.Time
 }
 
 // UpdateGroupFrom is st.UpdateGroup that also returns the group as it was before the update:
@@ -125,6 +137,7 @@ func UpdateGroupFrom(ctx context.Context, st interface {
 	after, err = st.UpdateGroup(ctx, orgID, integrationID, id, func(g *Group) error {
 		before = *g
 		before.Members = slices.Clone(g.Members)
+		before.MemberDisplays = maps.Clone(g.MemberDisplays)
 		return fn(g)
 	})
 	return before, after, err

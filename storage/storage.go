@@ -29,6 +29,9 @@ var (
 	ErrGroupNotFound    = fmt.Errorf("group %w", ErrNotFound)
 	// ErrConflict means a record with the same unique name or id already exists.
 	ErrConflict = errors.New("already exists")
+	// ErrRevoked is ErrNotFound said of an API key's hash whose key was deleted: it never
+	// authenticates again, and no key may be stored with it again.
+	ErrRevoked = fmt.Errorf("api key revoked: %w", ErrNotFound)
 	// ErrUnavailable means the store could not be reached or did not answer in time. Nothing
 	// can be said about whether a write that failed this way was applied.
 	ErrUnavailable = errors.New("store unavailable")
@@ -71,12 +74,15 @@ type OrgStore interface {
 	ListOrgs(ctx context.Context) ([]Org, error)
 
 	// CreateAPIKey stores a new key. It returns ErrNotFound if key.OrgID names no organization,
-	// and ErrConflict if the id or the hash is taken.
+	// ErrConflict if the id or the hash is taken, and ErrRevoked if the hash was a deleted
+	// key's.
 	CreateAPIKey(ctx context.Context, key APIKey) error
-	// APIKeyByHash returns the key whose Hash is hash, or ErrNotFound.
+	// APIKeyByHash returns the key whose Hash is hash, or ErrNotFound (ErrRevoked if it was a
+	// deleted key's).
 	APIKeyByHash(ctx context.Context, hash string) (APIKey, error)
-	// DeleteAPIKey removes a key so that it no longer authenticates. It returns ErrNotFound if
-	// no key has this id.
+	// DeleteAPIKey removes a key so that it no longer authenticates, and keeps its hash as
+	// revoked for good (ErrRevoked), so that no restart or replica can store it again. It
+	// returns ErrNotFound if no key has this id.
 	DeleteAPIKey(ctx context.Context, id string) error
 	// CountAPIKeys returns how many keys exist across all organizations.
 	CountAPIKeys(ctx context.Context) (int, error)
@@ -109,6 +115,20 @@ type ResourceStore interface {
 	GetAuthIntegration(ctx context.Context, orgID, id string) (AuthIntegration, error)
 	// ListAuthIntegrations returns the organization's integrations, ordered by CreatedAt then ID.
 	ListAuthIntegrations(ctx context.Context, orgID string) ([]AuthIntegration, error)
+	// DeleteAuthIntegration removes the organization's integration id and what came through
+	// it: its SCIM token, its users with their grants and group memberships (plain groups the
+	// users leave take now as ModifiedAt), and its groups with their grants. The token goes
+	// first, and the integration last, so that a call cut short can be made again to finish.
+	// It returns what it removed, or ErrNotFound if the organization has no such integration.
+	DeleteAuthIntegration(ctx context.Context, orgID, id string, now time.Time) (RemovedIntegration, error)
+}
+
+// RemovedIntegration is what DeleteAuthIntegration removed: the integration, and the ids of
+// its users and of its groups, each ordered.
+type RemovedIntegration struct {
+	Integration AuthIntegration
+	Users       []string
+	Groups      []string
 }
 
 // UserStore keeps users imported from authentication integrations.

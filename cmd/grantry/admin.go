@@ -16,12 +16,10 @@ import (
 	"github.com/grantry/grantry/internal/config"
 )
 
-// admin runs the org and apikey subcommands by calling the admin API of a running Grantry.
+// admin runs the org, apikey and scim-token subcommands by calling the admin API of a running
+// Grantry.
 func admin(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	use := orgUsage
-	if args[0] == "apikey" {
-		use = apikeyUsage
-	}
+	use := map[string]string{"org": orgUsage, "apikey": apikeyUsage, "scim-token": scimTokenUsage}[args[0]]
 	if len(args) < 2 || isHelp(args[1]) {
 		if len(args) < 2 {
 			return errors.New(use)
@@ -62,6 +60,11 @@ func admin(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 	case cmd == "apikey revoke" && len(rest) == 1:
 		method, path = http.MethodDelete, "/admin/api_keys/"+url.PathEscape(rest[0])
+	case (cmd == "scim-token rotate" || cmd == "scim-token revoke") && len(rest) == 2:
+		method, path = http.MethodPost, "/admin/orgs/"+url.PathEscape(rest[0])+"/auth_integrations/"+url.PathEscape(rest[1])+"/scim_token"
+		if args[1] == "revoke" {
+			method = http.MethodDelete
+		}
 	default:
 		return fmt.Errorf("unknown or incomplete command %q\n%s", strings.Join(args, " "), use)
 	}

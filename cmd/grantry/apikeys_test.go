@@ -94,3 +94,61 @@ func TestAPIKeyScopeCommand(t *testing.T) {
 		t.Errorf("apikey create --scope root = %v, want the 422 of an unknown scope", err)
 	}
 }
+
+// TestSCIMTokenCommands: `grantry scim-token rotate ORG_ID INTEGRATION_ID` prints a new token
+// and the old one is refused; `grantry scim-token revoke` leaves the integration without one.
+func TestSCIMTokenCommands(t *testing.T) {
+	env := map[string]string{"GRANTRY_DATA_DIR": t.TempDir(), "GRANTRY_ADMIN_TOKEN": "admin-secret"}
+	url, _, _ := startServer(t, env)
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		cenv := map[string]string{"GRANTRY_URL": url, "GRANTRY_ADMIN_TOKEN": "admin-secret"}
+		err := run(context.Background(), args, func(k string) string { return cenv[k] }, &out, &bytes.Buffer{})
+		return out.String(), err
+	}
+	out, err := cli("org", "create", "acme")
+	var org struct {
+		ID     string
+		APIKey string `json:"api_key"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &org) != nil {
+		t.Fatalf("org create = %s, %v", out, err)
+	}
+	var created struct {
+		AuthIntegration struct{ ID string }    `json:"auth_integration"`
+		SCIM            struct{ Token string } `json:"scim"`
+	}
+	if err := json.Unmarshal(mustSend(t, "POST", url+"/auth_integration/create", org.APIKey, map[string]string{"name": "okta", "type": "scim"}), &created); err != nil {
+		t.Fatal(err)
+	}
+	scimStatus := func(token string) int {
+		status, _ := send(t, "GET", url+"/scim/v2/Users", token, nil)
+		return status
+	}
+	if scimStatus(created.SCIM.Token) != http.StatusOK {
+		t.Fatal("the new integration's token does not work")
+	}
+
+	out, err = cli("scim-token", "rotate", org.ID, created.AuthIntegration.ID)
+	var rotated struct {
+		SCIM struct{ Token string } `json:"scim"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &rotated) != nil || !strings.HasPrefix(rotated.SCIM.Token, "gscim_") {
+		t.Fatalf("scim-token rotate = %s, %v", out, err)
+	}
+	if old, now := scimStatus(created.SCIM.Token), scimStatus(rotated.SCIM.Token); old != http.StatusUnauthorized || now != http.StatusOK {
+		t.Errorf("after the rotation the old token = %d, the new one %d; want 401 and 200", old, now)
+	}
+	if out, err := cli("scim-token", "revoke", org.ID, created.AuthIntegration.ID); err != nil || !strings.Contains(out, "SCIM token revoked") {
+		t.Errorf("scim-token revoke = %s, %v", out, err)
+	}
+	if got := scimStatus(rotated.SCIM.Token); got != http.StatusUnauthorized {
+		t.Errorf("the revoked token = %d, want 401", got)
+	}
+	if _, err := cli("scim-token", "rotate", org.ID, "nope"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("rotating an unknown integration's token = %v, want a 404 error", err)
+	}
+	if _, err := cli("scim-token", "rotate", org.ID); err == nil {
+		t.Error("scim-token rotate without the integration succeeded")
+	}
+}

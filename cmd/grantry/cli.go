@@ -27,6 +27,13 @@ Calls the admin API of the service at GRANTRY_URL with the token in GRANTRY_ADMI
                                          revoke an API key
 
 Calls the admin API of the service at GRANTRY_URL with the token in GRANTRY_ADMIN_TOKEN.`
+	scimTokenUsage = `usage:
+  grantry scim-token rotate ORG_ID INTEGRATION_ID [--url URL]
+                                         give a SCIM integration a new token (shown once); the old one is refused
+  grantry scim-token revoke ORG_ID INTEGRATION_ID [--url URL]
+                                         leave a SCIM integration without a token until a rotation
+
+Calls the admin API of the service at GRANTRY_URL with the token in GRANTRY_ADMIN_TOKEN.`
 	secretsUsage = `usage: grantry secrets rotate [flags]
 
 Re-seal every stored third-party secret under GRANTRY_SECRET_KEY, opening those sealed under

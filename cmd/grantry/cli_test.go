@@ -35,6 +35,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"apikey", "--help"}, []string{"grantry apikey create ORG_ID", "grantry apikey revoke KEY_ID"}},
 		{[]string{"apikey", "create", "org-1", "--help"}, []string{"grantry apikey create", "-scope"}},
 		{[]string{"apikey", "revoke", "-h"}, []string{"grantry apikey revoke"}},
+		{[]string{"scim-token", "--help"}, []string{"grantry scim-token rotate ORG_ID INTEGRATION_ID", "grantry scim-token revoke"}},
+		{[]string{"scim-token", "rotate", "-h"}, []string{"grantry scim-token rotate"}},
 		{[]string{"secrets", "--help"}, []string{"usage: grantry secrets rotate"}},
 		{[]string{"secrets", "rotate", "-h"}, []string{"usage: grantry secrets rotate", "-data-dir"}},
 		{[]string{"healthcheck", "--help"}, []string{"usage: grantry healthcheck"}},

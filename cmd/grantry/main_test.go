@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -219,5 +220,56 @@ func TestAdminCommands(t *testing.T) {
 	}
 	if _, err := cli("org", "frobnicate"); err == nil {
 		t.Error("unknown subcommand succeeded")
+	}
+}
+
+// TestRevokedBootstrapKeyStaysRevoked: a bootstrap key revoked through the admin API is not
+// brought back by a restart with the same setting; the log says why, and the audit trail shows
+// the key made once and revoked once.
+func TestRevokedBootstrapKeyStaysRevoked(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"GRANTRY_DATA_DIR": dir, "GRANTRY_BOOTSTRAP_API_KEY": "boot-key-1", "GRANTRY_ADMIN_TOKEN": "admin-secret"}
+	url, _, stop := startServer(t, env)
+	orgs := mustSend(t, "GET", url+"/admin/orgs", "admin-secret", nil)
+	var list struct{ Orgs []struct{ ID string } }
+	if err := json.Unmarshal(orgs, &list); err != nil || len(list.Orgs) != 1 {
+		t.Fatalf("orgs = %s, %v", orgs, err)
+	}
+	var other struct {
+		APIKey string `json:"api_key"`
+	}
+	if err := json.Unmarshal(mustSend(t, "POST", url+"/admin/orgs/"+list.Orgs[0].ID+"/api_keys", "admin-secret", nil), &other); err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, "DELETE", url+"/admin/api_keys/bootstrap", "admin-secret", nil)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	url, stderr, _ := startServer(t, env)
+	if status, _ := send(t, "GET", url+"/users/list", "boot-key-1", nil); status != http.StatusUnauthorized {
+		t.Errorf("the revoked bootstrap key after a restart = %d, want 401", status)
+	}
+	if !strings.Contains(stderr.String(), "GRANTRY_BOOTSTRAP_API_KEY was revoked and stays revoked") {
+		t.Errorf("the restart did not say why the key is refused:\n%s", stderr)
+	}
+	var trail struct {
+		Events []struct {
+			Action string
+			Target struct{ ID string }
+			Actor  struct{ Kind string }
+		}
+	}
+	if err := json.Unmarshal(mustSend(t, "GET", url+"/audit/events", other.APIKey, nil), &trail); err != nil {
+		t.Fatal(err)
+	}
+	var boot []string
+	for _, e := range trail.Events {
+		if e.Target.ID == "bootstrap" {
+			boot = append(boot, e.Action+" by "+e.Actor.Kind)
+		}
+	}
+	if want := []string{"api_key.revoked by admin", "api_key.created by system"}; !slices.Equal(boot, want) {
+		t.Errorf("the audit trail of the bootstrap key (newest first) = %q, want %q", boot, want)
 	}
 }

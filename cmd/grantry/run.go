@@ -32,6 +32,10 @@ const usage = `usage:
   grantry apikey create ORG_ID [--scope admin|manage|check]
                                      add an API key to an organization (default scope: admin)
   grantry apikey revoke KEY_ID       revoke an API key
+  grantry scim-token rotate ORG_ID INTEGRATION_ID
+                                     give a SCIM integration a new token (the old one is refused)
+  grantry scim-token revoke ORG_ID INTEGRATION_ID
+                                     leave a SCIM integration without a token
   grantry secrets rotate             re-seal every stored third-party secret under GRANTRY_SECRET_KEY
   grantry healthcheck                exit 0 if the service at GRANTRY_ADDR answers /healthz
   grantry policy test DIR            run the Rego tests of a policy folder; fail if any fails
@@ -56,7 +60,7 @@ func command(ctx context.Context, args []string, getenv func(string) string, std
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], getenv, stdout, stderr)
-	case "org", "apikey":
+	case "org", "apikey", "scim-token":
 		return admin(ctx, args, getenv, stdout)
 	case "secrets":
 		return secrets(ctx, args[1:], getenv, stdout, stderr)
@@ -108,6 +112,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	cs.add("policy watcher", watchPolicy(ctx, live, cfg.PolicyDir, log))
 
 	key, err := api.Bootstrap(ctx, store, cfg.BootstrapAPIKey, time.Now())
+	if errors.Is(err, api.ErrBootstrapKeyRevoked) {
+		// An operator revoked it: bringing it back at every restart would undo that.
+		log.Warn(err.Error())
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
@@ -139,7 +148,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	hs := newHTTPServer(srv, cfg.RequestTimeout, log)
-	return serveUntilDone(ctx, log, hs, ln, srv.SetReady, cfg.ShutdownTimeout, cs)
+	// What net/http refuses itself (headers over maxHeaderBytes) is answered in JSON too.
+	return serveUntilDone(ctx, log, hs, api.JSONErrors(ln), srv.SetReady, cfg.ShutdownTimeout, cs)
 }
 
 func loadPolicy(ctx context.Context, dir string) (*policy.Engine, error) {

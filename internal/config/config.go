@@ -27,8 +27,8 @@ type Config struct {
 
 	RequestTimeout  time.Duration // GRANTRY_REQUEST_TIMEOUT: deadline of every request
 	ShutdownTimeout time.Duration // GRANTRY_SHUTDOWN_TIMEOUT: how long in-flight requests may take to finish
-	RateLimit       float64       // GRANTRY_RATE_LIMIT: requests a second per API key; 0 = no limit
-	RateBurst       int           // GRANTRY_RATE_BURST: requests at once per API key; 0 = one second's worth
+	RateLimit       float64       // GRANTRY_RATE_LIMIT: requests a second per API key or SCIM token; 0 = no limit
+	RateBurst       int           // GRANTRY_RATE_BURST: requests at once per API key or SCIM token; 0 = one second's worth
 
 	SecretKeyPrevious string       // GRANTRY_SECRET_KEY_PREVIOUS: secret; earlier master keys, comma-separated
 	Integrations      Integrations // GRANTRY_*_BASE_URL, GRANTRY_DEFAULT_*_PROVIDER (integrations.go)

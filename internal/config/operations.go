@@ -43,8 +43,8 @@ func (c *Config) readOperations(getenv func(string) string) {
 func (c *Config) registerOperationFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", c.RequestTimeout, "deadline of every request (GRANTRY_REQUEST_TIMEOUT)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long in-flight requests may take to finish on shutdown (GRANTRY_SHUTDOWN_TIMEOUT)")
-	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "requests a second allowed per API key; 0 = no limit (GRANTRY_RATE_LIMIT)")
-	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "requests allowed at once per API key; 0 = one second's worth (GRANTRY_RATE_BURST)")
+	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "requests a second allowed per API key or SCIM token; 0 = no limit (GRANTRY_RATE_LIMIT)")
+	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "requests allowed at once per API key or SCIM token; 0 = one second's worth (GRANTRY_RATE_BURST)")
 }
 
 // validateOperations reports what is wrong with the operational settings.

@@ -1,6 +1,7 @@
 // Package jsonstr writes strings as JSON string literals, byte for byte as encoding/json or
 // slog.JSONHandler writes them, without reflection or allocation: for the access line Grantry
-// writes on every request (internal/jsonlog) and the answers it writes by hand.
+// writes on every request (internal/jsonlog) and the answers it writes by hand. It also finds
+// the text that encoding/json would not decode as it was sent (InvalidText).
 package jsonstr
 
 import "unicode/utf8"

@@ -10,6 +10,9 @@ const (
 	InvalidPath   = "invalidPath"
 	InvalidValue  = "invalidValue"
 	NoTarget      = "noTarget"
+	// TooMany is a filter that would take more work than the service provider does for one
+	// request.
+	TooMany = "tooMany"
 )
 
 // Error is a request that breaks the protocol: its Type is the scimType of the error response,

@@ -2,16 +2,19 @@ package scim
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Filter is a parsed filter expression of RFC 7644 §3.4.2.2, such as
 // `userName eq "ada@example.com"` or `id eq "…" and members[value eq "…"]`.
 type Filter struct {
-	root expr
+	root  expr
+	terms int
 }
 
 // AttrPath names an attribute: an optional schema URN, the attribute, and an optional
@@ -22,14 +25,28 @@ type AttrPath struct {
 	Sub  string
 }
 
-// maxFilterDepth bounds the nesting of parentheses, brackets and "not", so that a hostile
-// filter cannot exhaust the stack.
-const maxFilterDepth = 32
+// The bounds of a filter, so that what one costs to parse and to evaluate on a resource is
+// bounded whatever a client sends: providers send a term or two (Entra ID's longest is
+// `id eq "…" and members[value eq "…"]`). maxFilterDepth bounds the nesting of parentheses,
+// brackets and "not", so that a hostile filter cannot exhaust the stack; MaxFilterTerms the
+// attribute expressions (comparisons, presence tests and value filters, each counted).
+const (
+	MaxFilterLength = 8 << 10
+	MaxFilterTerms  = 100
+	maxFilterDepth  = 32
+)
 
 // ParseFilter parses a filter. Operators, "and", "or", "not" and the literals true, false and
 // null are matched without regard to letter case, as providers send them either way. A
-// malformed filter is an *Error of type invalidFilter.
+// malformed filter, one longer than MaxFilterLength bytes or with more than MaxFilterTerms
+// terms, or one that is not valid UTF-8, is an *Error of type invalidFilter.
 func ParseFilter(s string) (*Filter, error) {
+	if len(s) > MaxFilterLength {
+		return nil, errorf(InvalidFilter, "the filter is longer than %d bytes", MaxFilterLength)
+	}
+	if !utf8.ValidString(s) {
+		return nil, errorf(InvalidFilter, "the filter is not valid UTF-8")
+	}
 	toks, err := tokenize(s)
 	if err != nil {
 		return nil, err
@@ -42,8 +59,12 @@ func ParseFilter(s string) (*Filter, error) {
 	if t := p.peek(); t.kind != tEOF {
 		return nil, errorf(InvalidFilter, "unexpected %q at offset %d of the filter", t.text, t.pos)
 	}
-	return &Filter{root: root}, nil
+	return &Filter{root: root, terms: p.terms}, nil
 }
+
+// Terms returns how many attribute expressions the filter has: a measure of what evaluating
+// it on one resource costs.
+func (f *Filter) Terms() int { return f.terms }
 
 // Matches reports whether the resource doc, of type rt, satisfies the filter. Attribute
 // names are matched without regard to case; string values are compared without regard to
@@ -126,11 +147,13 @@ func (p present) eval(obj map[string]any, sc scope) bool {
 	return false
 }
 
-// compare is `path op value`; value is a string, a float64, a bool or nil (null).
+// compare is `path op value`; value is a string, a float64, a bool or nil (null). folded is a
+// string value in lower case, made once rather than for every resource compared.
 type compare struct {
-	path  AttrPath
-	op    string
-	value any
+	path   AttrPath
+	op     string
+	value  any
+	folded string
 }
 
 func (c compare) eval(obj map[string]any, sc scope) bool {
@@ -149,14 +172,14 @@ func (c compare) eval(obj map[string]any, sc scope) bool {
 	}
 	if c.op == "ne" {
 		for _, v := range vals {
-			if compareValue(v, c.value, "eq", a) {
+			if c.compareValue(v, "eq", a) {
 				return false
 			}
 		}
 		return true
 	}
 	for _, v := range vals {
-		if compareValue(v, c.value, c.op, a) {
+		if c.compareValue(v, c.op, a) {
 			return true
 		}
 	}
@@ -276,13 +299,13 @@ func asList(v any) []any {
 	return []any{v}
 }
 
-// compareValue applies op to a resource's value v and a filter literal lit.
-func compareValue(v, lit any, op string, a *Attribute) bool {
-	switch lit := lit.(type) {
+// compareValue applies op to a resource's value v and the filter's literal.
+func (c compare) compareValue(v any, op string, a *Attribute) bool {
+	switch lit := c.value.(type) {
 	case string:
 		switch v := v.(type) {
 		case string:
-			return compareStrings(v, lit, op, a)
+			return compareStrings(v, lit, c.folded, op, a)
 		case bool:
 			// A provider that writes `active eq "true"` means the boolean.
 			b, err := strconv.ParseBool(strings.ToLower(lit))
@@ -305,7 +328,8 @@ func compareValue(v, lit any, op string, a *Attribute) bool {
 	return false
 }
 
-func compareStrings(v, lit, op string, a *Attribute) bool {
+// compareStrings applies op to v and lit; folded is lit in lower case.
+func compareStrings(v, lit, folded, op string, a *Attribute) bool {
 	if a != nil && a.Type == TypeDateTime && op != "co" && op != "sw" && op != "ew" {
 		tv, err1 := time.Parse(time.RFC3339Nano, v)
 		tl, err2 := time.Parse(time.RFC3339Nano, lit)
@@ -314,7 +338,7 @@ func compareStrings(v, lit, op string, a *Attribute) bool {
 		}
 	}
 	if a == nil || !a.CaseExact {
-		v, lit = strings.ToLower(v), strings.ToLower(lit)
+		v, lit = strings.ToLower(v), folded
 	}
 	switch op {
 	case "co":
@@ -447,11 +471,17 @@ func tokenize(s string) ([]token, error) {
 			word := s[i:j]
 			t := token{kind: tWord, text: word, pos: i}
 			if c == '-' || c == '+' || ('0' <= c && c <= '9') {
+				// A word that is no number at all (a GUID such as 2819c223-7f76-…) stays a
+				// word, which may be a value written without quotes; one that is a number out
+				// of range is refused.
 				n, err := strconv.ParseFloat(word, 64)
-				if err != nil || math.IsInf(n, 0) || math.IsNaN(n) {
+				switch {
+				case errors.Is(err, strconv.ErrSyntax):
+				case err != nil || math.IsInf(n, 0) || math.IsNaN(n):
 					return nil, errorf(InvalidFilter, "%q at offset %d of the filter is not a number", word, i)
+				default:
+					t.kind, t.num = tNumber, n
 				}
-				t.kind, t.num = tNumber, n
 			}
 			toks = append(toks, t)
 			i = j
@@ -489,12 +519,13 @@ func punctuation(c byte) tokenKind {
 
 func isWordByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '_' || c == '-' || c == '$' || c == ':' || c == '.' || c == '+'
+		c == '_' || c == '-' || c == '$' || c == ':' || c == '.' || c == '+' || c == '@'
 }
 
 type parser struct {
-	toks []token
-	i    int
+	toks  []token
+	i     int
+	terms int // attribute expressions parsed so far
 }
 
 func (p *parser) peek() token { return p.toks[p.i] }
@@ -572,6 +603,9 @@ func (p *parser) atom(depth int) (expr, error) {
 	if err != nil {
 		return nil, errorf(InvalidFilter, "%q at offset %d of the filter is not an attribute path", t.text, t.pos)
 	}
+	if p.terms++; p.terms > MaxFilterTerms {
+		return nil, errorf(InvalidFilter, "the filter has more than %d terms", MaxFilterTerms)
+	}
 	if p.peek().kind == tLBracket {
 		p.next()
 		if path.Sub != "" {
@@ -584,8 +618,27 @@ func (p *parser) atom(depth int) (expr, error) {
 		if err := p.expect(tRBracket, "]"); err != nil {
 			return nil, err
 		}
-		return valuePath{path: path, filter: inner}, nil
+		if t := p.peek(); t.kind != tWord || !strings.HasPrefix(t.text, ".") {
+			return valuePath{path: path, filter: inner}, nil
+		}
+		// `emails[type eq "work"].value eq "…"`, as Entra ID matches users by their work email:
+		// some value that the filter selects has a sub-attribute that compares so.
+		sub := p.next()
+		if !validName(sub.text[1:]) {
+			return nil, errorf(InvalidFilter, "%q at offset %d of the filter is not a sub-attribute", sub.text, sub.pos)
+		}
+		cmp, err := p.comparison(AttrPath{Attr: sub.text[1:]})
+		if err != nil {
+			return nil, err
+		}
+		return valuePath{path: path, filter: logical{and: true, left: inner, right: cmp}}, nil
 	}
+	return p.comparison(path)
+}
+
+// comparison parses what follows the attribute path of an attribute expression: `pr`, or an
+// operator and a value.
+func (p *parser) comparison(path AttrPath) (expr, error) {
 	opTok := p.next()
 	if opTok.kind != tWord {
 		return nil, p.unexpected(opTok, "an operator")
@@ -611,13 +664,18 @@ func (p *parser) atom(depth int) (expr, error) {
 		value = false
 	case p.keyword(vt, "null"):
 		value = nil
+	case vt.kind == tWord && !p.keyword(vt, "and") && !p.keyword(vt, "or") && !p.keyword(vt, "not"):
+		// A value without quotes, as Microsoft's provisioning tutorial writes its examples
+		// (`externalId eq jyoung`, `manager eq 2819c223-7f76-…`): the word, as a string.
+		value = vt.text
 	default:
 		return nil, p.unexpected(vt, "a value")
 	}
 	if _, isBool := value.(bool); (isBool || value == nil) && op != "eq" && op != "ne" {
 		return nil, errorf(InvalidFilter, "the operator %q cannot compare %s", op, vt.text)
 	}
-	return compare{path: path, op: op, value: value}, nil
+	folded, _ := value.(string)
+	return compare{path: path, op: op, value: value, folded: strings.ToLower(folded)}, nil
 }
 
 func (p *parser) expect(kind tokenKind, text string) error {

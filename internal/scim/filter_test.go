@@ -3,6 +3,7 @@ package scim
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -47,6 +48,11 @@ func TestFilterMatches(t *testing.T) {
 		{`externalId eq "00u1AbC"`, true},
 		{`externalId eq "00u1abc"`, false},
 		{`id eq "2819c223-7f76-453a-919d-413861904646"`, true},
+		// Values without quotes, as Microsoft's provisioning tutorial writes them.
+		{`externalId eq 00u1AbC`, true},
+		{`id eq 2819c223-7f76-453a-919d-413861904646 and userName eq ada@example.com`, true},
+		{`userName eq bob@example.com`, false},
+		{`name.givenName sw ad`, true},
 		{`name.givenName sw "ad"`, true},
 		{`name.familyName ew "LACE"`, true},
 		{`name.familyName co "vel"`, true},
@@ -63,6 +69,12 @@ func TestFilterMatches(t *testing.T) {
 		{`emails[type eq "work" and value co "@home"]`, false},
 		{`emails[type eq "other"]`, false},
 		{`emails[TYPE eq "WORK"]`, true},
+		// Entra ID matches users by their work email so.
+		{`emails[type eq "work"].value eq "ADA@example.com"`, true},
+		{`emails[type eq "home"].value eq "ada@example.com"`, false},
+		{`emails[type eq "work"].value pr`, true},
+		{`emails[type eq "work"].display pr`, false},
+		{`emails[type eq "work"].value eq "x" or userName eq "ada@example.com"`, true},
 		{`urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department eq "analytical engines"`, true},
 		{`meta.lastModified gt "2026-11-22T09:30:30Z"`, true},
 		{`meta.lastModified lt "2026-11-22T09:30:30Z"`, false},
@@ -88,6 +100,33 @@ func TestFilterMatches(t *testing.T) {
 				t.Errorf("Matches = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFilterUnqualifiedExtension: an attribute of the enterprise extension named without its
+// URN is found there, as Entra ID asks whether a user has a manager.
+func TestFilterUnqualifiedExtension(t *testing.T) {
+	doc := decodeDoc(t, `{"id": "u1", "userName": "ada",
+		"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"department": "Engines", "manager": {"value": "m-1", "$ref": "https://x/Users/m-1"}}}`)
+	for _, tt := range []struct {
+		filter string
+		want   bool
+	}{
+		{`manager eq "m-1"`, true},
+		{`manager eq "m-2"`, false},
+		{`manager.value eq "m-1"`, true},
+		{`id eq "u1" and manager eq "m-1"`, true},
+		{`department eq "engines"`, true},
+		{`urn:ietf:params:scim:schemas:core:2.0:User:manager eq "m-1"`, false},
+		{`urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:manager eq "m-1"`, true},
+	} {
+		f, err := ParseFilter(tt.filter)
+		if err != nil {
+			t.Fatalf("ParseFilter(%s): %v", tt.filter, err)
+		}
+		if got := f.Matches(User, doc); got != tt.want {
+			t.Errorf("%s: Matches = %v, want %v", tt.filter, got, tt.want)
+		}
 	}
 }
 
@@ -134,14 +173,40 @@ func TestParseFilterErrors(t *testing.T) {
 		`name.givenName.extra eq "x"`,
 		`emails.value[type eq "work"]`,
 		`9lives eq "x"`,
-		`userName eq unquoted`,
+		`userName eq and active eq true`,
+		`userName eq or`,
+		`emails[type eq "work"].value`,
+		`emails[type eq "work"].value.x eq "a"`,
+		`emails[type eq "work"].9 eq "a"`,
+		`emails[type eq "work"]. eq "a"`,
 		`userName eq "x" & active eq true`,
 		`((((((((((((((((((((((((((((((((((userName eq "x"))))))))))))))))))))))))))))))))))`,
+		strings.Repeat(`userName eq "x" or `, MaxFilterTerms) + `userName eq "x"`,
+		`userName eq "` + strings.Repeat("x", MaxFilterLength) + `"`,
+		"userName eq \"\xff\"",
 	} {
 		_, err := ParseFilter(filter)
 		var se *Error
 		if !errors.As(err, &se) || se.Type != InvalidFilter {
 			t.Errorf("ParseFilter(%s) error = %v, want an invalidFilter *Error", filter, err)
+		}
+	}
+}
+
+// TestFilterTerms: a filter's terms are its attribute expressions, up to MaxFilterTerms.
+func TestFilterTerms(t *testing.T) {
+	for filter, want := range map[string]int{
+		`userName eq "a"`: 1,
+		`id eq "g" and members[value eq "u" or value eq "v"]`:                       4,
+		`emails[type eq "work"].value eq "a" or not (title pr)`:                     3,
+		strings.Repeat(`userName eq "x" or `, MaxFilterTerms-1) + `userName eq "x"`: MaxFilterTerms,
+	} {
+		f, err := ParseFilter(filter)
+		if err != nil {
+			t.Fatalf("ParseFilter(%.40s): %v", filter, err)
+		}
+		if got := f.Terms(); got != want {
+			t.Errorf("Terms(%.40s) = %d, want %d", filter, got, want)
 		}
 	}
 }

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/grantry/grantry/internal/jsonstr"
 )
 
 // Path is the target of a PATCH operation (RFC 7644 §3.5.2): an attribute path, optionally
@@ -87,11 +88,15 @@ type Operation struct {
 	Value any
 }
 
+// MaxPatchOperations bounds the operations of one PATCH request, each of which may go over a
+// whole multi-valued attribute: providers send one to a few, and a list of members in one.
+const MaxPatchOperations = 1000
+
 // ParsePatch decodes a PATCH request body: {"schemas":[PatchOp],"Operations":[…]}. The
 // member names "Operations", "op", "path" and "value" are matched without regard to case.
 // A body that is not such a message is an *Error of type invalidSyntax; a bad path is
 // invalidPath; remove without a path is noTarget; add or replace without a path and without
-// an object value is invalidValue.
+// an object value, and more than MaxPatchOperations operations, are invalidValue.
 func ParsePatch(body []byte) ([]Operation, error) {
 	msg, err := DecodeObject(body)
 	if err != nil {
@@ -100,6 +105,9 @@ func ParsePatch(body []byte) ([]Operation, error) {
 	rawOps, ok := getFold(msg, "Operations").([]any)
 	if !ok || len(rawOps) == 0 {
 		return nil, errorf(InvalidSyntax, "the PATCH request must have a non-empty Operations list")
+	}
+	if len(rawOps) > MaxPatchOperations {
+		return nil, errorf(InvalidValue, "the PATCH request has %d operations; at most %d are taken", len(rawOps), MaxPatchOperations)
 	}
 	ops := make([]Operation, 0, len(rawOps))
 	for i, raw := range rawOps {
@@ -139,8 +147,12 @@ func ParsePatch(body []byte) ([]Operation, error) {
 }
 
 // DecodeObject decodes a request body that must be one JSON object. Anything else is an
-// *Error of type invalidSyntax.
+// *Error of type invalidSyntax, and so is text that is not UTF-8 (or a lone surrogate escape),
+// which decoding would replace with U+FFFD rather than keep as it was sent.
 func DecodeObject(body []byte) (map[string]any, error) {
+	if at := jsonstr.InvalidText(body); at >= 0 {
+		return nil, errorf(InvalidSyntax, "the request body is not valid UTF-8 at byte %d", at)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var v any
 	if err := dec.Decode(&v); err != nil {
@@ -291,9 +303,8 @@ func applyWhole(container map[string]any, op string, a *Attribute, value any) er
 			if err != nil {
 				return err
 			}
-			setOrDelete(container, a.Name, slices.DeleteFunc(slices.Clone(asList(cur)), func(e any) bool {
-				return slices.ContainsFunc(asList(gone), func(g any) bool { return sameValue(a, e, g) })
-			}))
+			named := newValueSet(a, asList(gone))
+			setOrDelete(container, a.Name, slices.DeleteFunc(slices.Clone(asList(cur)), named.names))
 			return nil
 		}
 		delete(container, a.Name)
@@ -310,8 +321,13 @@ func applyWhole(container map[string]any, op string, a *Attribute, value any) er
 		}
 	case a.MultiValued && op == OpAdd:
 		list := slices.Clone(asList(cur))
+		have := map[string]bool{}
+		for _, x := range list {
+			have[wholeKey(x)] = true
+		}
 		for _, e := range nv.([]any) {
-			if !slices.ContainsFunc(list, func(x any) bool { return reflect.DeepEqual(x, e) }) {
+			if k := wholeKey(e); !have[k] {
+				have[k] = true
 				list = append(list, e)
 			}
 		}
@@ -319,8 +335,12 @@ func applyWhole(container map[string]any, op string, a *Attribute, value any) er
 	case a.MultiValued:
 		container[a.Name] = onePrimary(nv.([]any))
 	case a.Type == TypeComplex:
-		// RFC 7644 §3.5.2.3: sub-attributes not given are left unchanged, for add and replace.
+		// RFC 7644 §3.5.2.3: sub-attributes not given are left unchanged, for add and replace;
+		// but a new "value" names another thing (the manager), whose old $ref must not stay.
 		old, _ := cur.(map[string]any)
+		if v, ok := nv.(map[string]any)["value"]; ok && old["value"] != v {
+			old = nil
+		}
 		merged := cloneMap(old)
 		for k, v := range nv.(map[string]any) {
 			merged[k] = v
@@ -495,20 +515,54 @@ func onePrimary(list []any) []any {
 	return list
 }
 
-// sameValue reports whether e is the value g names: by their "value" sub-attribute when g has
-// one (members are named by id alone), or whole.
-func sameValue(a *Attribute, e, g any) bool {
-	gm, gok := g.(map[string]any)
-	em, eok := e.(map[string]any)
-	if gok && eok && gm["value"] != nil {
-		ev, _ := em["value"].(string)
-		gv, _ := gm["value"].(string)
-		if va := a.Sub("value"); va != nil && !va.CaseExact {
-			return strings.EqualFold(ev, gv)
-		}
-		return ev == gv
+// valueSet is the values of a multi-valued attribute that a removal names: by their "value"
+// sub-attribute where it gives one (members are named by id alone), or whole. It is a set, so
+// that removing many values from many is not the product of the two.
+type valueSet struct {
+	fold   bool // "value" is not case-exact
+	values map[string]bool
+	wholes map[string]bool
+}
+
+func newValueSet(a *Attribute, named []any) valueSet {
+	vs := valueSet{values: map[string]bool{}, wholes: map[string]bool{}}
+	if va := a.Sub("value"); va != nil && !va.CaseExact {
+		vs.fold = true
 	}
-	return reflect.DeepEqual(e, g)
+	for _, g := range named {
+		if gm, ok := g.(map[string]any); ok && gm["value"] != nil {
+			gv, _ := gm["value"].(string)
+			vs.values[vs.key(gv)] = true
+			continue
+		}
+		vs.wholes[wholeKey(g)] = true
+	}
+	return vs
+}
+
+func (vs valueSet) key(v string) string {
+	if vs.fold {
+		return strings.ToLower(v)
+	}
+	return v
+}
+
+// names reports whether the set names e.
+func (vs valueSet) names(e any) bool {
+	if em, ok := e.(map[string]any); ok && len(vs.values) > 0 {
+		ev, _ := em["value"].(string)
+		if vs.values[vs.key(ev)] {
+			return true
+		}
+	}
+	return len(vs.wholes) > 0 && vs.wholes[wholeKey(e)]
+}
+
+// wholeKey is a key that two values share only when they are equal: their JSON, whose objects
+// encoding/json writes with sorted keys. Every value here came from JSON, so it encodes.
+func wholeKey(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func cloneMap(m map[string]any) map[string]any {
@@ -521,12 +575,24 @@ func cloneMap(m map[string]any) map[string]any {
 
 // normalize checks value against attribute a and returns it with canonical names: a list for
 // a multi-valued attribute (a single value is taken as a list of one), with empty values left
-// out; nil when nothing is left.
+// out; nil when nothing is left. A single-valued attribute takes a list of one as its one
+// value, as Entra ID sends the manager ({"path":"manager","value":[{"value":…,"$ref":…}]}),
+// and an empty list as no value.
 func normalize(a *Attribute, value any) (any, error) {
 	if value == nil {
 		return nil, nil
 	}
 	if !a.MultiValued {
+		if list, ok := value.([]any); ok {
+			switch len(list) {
+			case 0:
+				return nil, nil
+			case 1:
+				value = list[0]
+			default:
+				return nil, errorf(InvalidValue, "%s takes one value, not a list of %d", a.Name, len(list))
+			}
+		}
 		return normalizeOne(a, value)
 	}
 	list, ok := value.([]any)

@@ -3,6 +3,7 @@ package scim
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -81,6 +82,25 @@ func TestApplyUser(t *testing.T) {
 				"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"department":"Engines","manager":{"value":"m-1"}}}`,
 		},
 		{
+			name: "Entra ID adds the manager without the extension's URN, as a list of one with its $ref",
+			body: `{"schemas":["urn:ietf:params:scim:api:messages:2.0:PatchOp"],"Operations":[{"op":"Add","path":"manager",
+				"value":[{"$ref":"https://grantry.example/scim/v2/Users/m-1","value":"m-1"}]}]}`,
+			want: `{"userName":"ada@example.com","name":{"givenName":"Ada","familyName":"Lovelace"},"active":true,"emails":[{"value":"ada@example.com","type":"work","primary":true}],
+				"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"manager":{"value":"m-1","$ref":"https://grantry.example/scim/v2/Users/m-1"}}}`,
+		},
+		{
+			name: "the manager as an object, then another manager as a string, which drops the old $ref",
+			body: `{"Operations":[{"op":"Add","path":"manager","value":{"value":"m-1","$ref":"https://x/Users/m-1"}},
+				{"op":"Add","path":"manager","value":"m-2"},{"op":"Replace","path":"department","value":"Engines"}]}`,
+			want: `{"userName":"ada@example.com","name":{"givenName":"Ada","familyName":"Lovelace"},"active":true,"emails":[{"value":"ada@example.com","type":"work","primary":true}],
+				"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"manager":{"value":"m-2"},"department":"Engines"}}`,
+		},
+		{
+			name: "the manager removed without the extension's URN",
+			body: `{"Operations":[{"op":"Add","path":"manager","value":"m-1"},{"op":"Remove","path":"manager"}]}`,
+			want: before,
+		},
+		{
 			name: "enterprise extension as a path-less object",
 			body: `{"Operations":[{"op":"add","value":{"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"employeeNumber":"42"}}}]}`,
 			want: `{"userName":"ada@example.com","name":{"givenName":"Ada","familyName":"Lovelace"},"active":true,"emails":[{"value":"ada@example.com","type":"work","primary":true}],
@@ -147,9 +167,9 @@ func TestApplyGroupMembers(t *testing.T) {
 			want: `{"displayName":"Engineers","members":[{"value":"u1"}]}`,
 		},
 		{
-			name: "Okta adds members with their display names, which are not kept",
+			name: "Okta adds members with their display names, which are kept",
 			body: `{"Operations":[{"op":"add","path":"members","value":[{"value":"u4","display":"dee@example.com"}]}]}`,
-			want: `{"displayName":"Engineers","members":[{"value":"u1"},{"value":"u2"},{"value":"u4"}]}`,
+			want: `{"displayName":"Engineers","members":[{"value":"u1"},{"value":"u2"},{"value":"u4","display":"dee@example.com"}]}`,
 		},
 		{
 			name: "Okta replaces the members and renames with a path-less value",
@@ -194,6 +214,8 @@ func TestPatchErrors(t *testing.T) {
 		{"boolean not a boolean", `{"Operations":[{"op":"replace","path":"active","value":"maybe"}]}`, InvalidValue},
 		{"string not a string", `{"Operations":[{"op":"replace","path":"userName","value":7}]}`, InvalidValue},
 		{"complex not an object", `{"Operations":[{"op":"replace","path":"name","value":[1]}]}`, InvalidValue},
+		{"too many operations", `{"Operations":[` + strings.Repeat(`{"op":"add","path":"title","value":"x"},`, MaxPatchOperations) + `{"op":"remove","path":"title"}]}`, InvalidValue},
+		{"single-valued given a list of two", `{"Operations":[{"op":"Add","path":"manager","value":[{"value":"a"},{"value":"b"}]}]}`, InvalidValue},
 		{"filter on a single-valued attribute", `{"Operations":[{"op":"replace","path":"name[givenName eq \"x\"].familyName","value":"y"}]}`, InvalidPath},
 		{"filter matching nothing that is no equality", `{"Operations":[{"op":"replace","path":"emails[value co \"x\"].type","value":"home"}]}`, NoTarget},
 	}

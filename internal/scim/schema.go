@@ -121,13 +121,24 @@ var commonAttributes = []*Attribute{
 
 // lookup finds a top-level attribute of the resource type by its (optional) schema URN and
 // name: the common attributes and the core schema's when urn is empty or the core schema's,
-// an extension's when urn names it. It returns nil for an attribute Grantry does not keep.
+// an extension's when urn names it. A name without a URN that the core schema lacks is looked
+// for in the extensions, whose attribute names the core schema's never share: Entra ID names
+// the enterprise manager so (`"path":"manager"`, `manager eq "…"`), where RFC 7644 §3.10 asks
+// for the extension's URN. It returns nil for an attribute Grantry does not keep.
 func (rt *ResourceType) lookup(urn, name string) (schema string, a *Attribute) {
 	if urn == "" || strings.EqualFold(urn, rt.Schema.ID) {
 		if a := find(commonAttributes, name); a != nil {
 			return "", a
 		}
-		return "", rt.Schema.Attr(name)
+		if a := rt.Schema.Attr(name); a != nil || urn != "" {
+			return "", a
+		}
+		for _, ext := range rt.Extensions {
+			if a := ext.Attr(name); a != nil {
+				return ext.ID, a
+			}
+		}
+		return "", nil
 	}
 	if ext := rt.Extension(urn); ext != nil {
 		return ext.ID, ext.Attr(name)
@@ -248,8 +259,9 @@ var enterpriseUserSchema = &Schema{
 	},
 }
 
-// groupSchema is RFC 7643 §4.2's Group. A member is kept by its value (the user's id); the
-// display name a provider sends with it is read-only and not kept.
+// groupSchema is RFC 7643 §4.2's Group. A member is kept by its value (the user's id), with
+// the display name the provider sent with it (Okta sends the user's login), which is given
+// back as it was sent.
 var groupSchema = &Schema{
 	ID: GroupSchema, Name: "Group", Description: "Group",
 	Attributes: []*Attribute{
@@ -259,7 +271,7 @@ var groupSchema = &Schema{
 			attr("value", TypeString, immutable, caseExact),
 			attr("$ref", TypeReference, immutable, refs("User")),
 			attr("type", TypeString, immutable, canonical("User")),
-			attr("display", TypeString, readOnly),
+			attr("display", TypeString, immutable),
 		)),
 	},
 }

@@ -163,3 +163,82 @@ func groupSnapshot(g storage.Group) json.RawMessage {
 		CreatedAt         string   `json:"created_at"`
 	}{g.ID, g.IntegrationID, g.DisplayName, g.ExternalID, members, timestamp(g.CreatedAt)})
 }
+
+// The actions of a SCIM token's lifecycle and of an integration's removal.
+const (
+	ActionSCIMTokenRotated       = "scim_token.rotated"
+	ActionSCIMTokenRevoked       = "scim_token.revoked"
+	ActionAuthIntegrationDeleted = "auth_integration.deleted"
+)
+
+// SetSCIMToken replaces or removes the integration's token and records scim_token.rotated or
+// scim_token.revoked, with the tokens' ids and prefixes but never their hashes.
+func (s *Store) SetSCIMToken(ctx context.Context, orgID, integrationID string, t *storage.SCIMToken) (*storage.SCIMToken, error) {
+	old, err := s.Store.SetSCIMToken(ctx, orgID, integrationID, t)
+	if err != nil {
+		return old, err
+	}
+	action := ActionSCIMTokenRotated
+	if t == nil {
+		action = ActionSCIMTokenRevoked
+	}
+	return old, s.record(ctx, storage.Event{
+		OrgID: orgID, Action: action, TargetKind: "auth_integration", TargetID: integrationID,
+		Before: scimTokenSnapshot(old), After: scimTokenSnapshot(t),
+	})
+}
+
+// DeleteAuthIntegration removes the integration with its token, users and groups, and records
+// auth_integration.deleted, and user.deleted and group.deleted for each of its users and
+// groups, each with the record as it was read just before.
+func (s *Store) DeleteAuthIntegration(ctx context.Context, orgID, id string, now time.Time) (storage.RemovedIntegration, error) {
+	users, _, err := s.Store.IntegrationUsers(ctx, orgID, id, 0, -1)
+	if err != nil {
+		return storage.RemovedIntegration{}, fmt.Errorf("delete auth integration %s: read users before: %w", id, err)
+	}
+	groups, _, err := s.Store.IntegrationGroups(ctx, orgID, id, 0, -1)
+	if err != nil {
+		return storage.RemovedIntegration{}, fmt.Errorf("delete auth integration %s: read groups before: %w", id, err)
+	}
+	removed, err := s.Store.DeleteAuthIntegration(ctx, orgID, id, now)
+	if err != nil {
+		return removed, err
+	}
+	userBefore := make(map[string]storage.User, len(users))
+	for _, u := range users {
+		userBefore[u.ID] = u
+	}
+	groupBefore := make(map[string]storage.Group, len(groups))
+	for _, g := range groups {
+		groupBefore[g.ID] = g
+	}
+	events := []storage.Event{{OrgID: orgID, Action: ActionAuthIntegrationDeleted, TargetKind: "auth_integration", TargetID: id,
+		Before: integrationSnapshot(removed.Integration)}}
+	for _, g := range removed.Groups {
+		e := storage.Event{OrgID: orgID, Action: ActionGroupDeleted, TargetKind: "group", TargetID: g}
+		if was, ok := groupBefore[g]; ok {
+			e.Before = groupSnapshot(was)
+		}
+		events = append(events, e)
+	}
+	for _, u := range removed.Users {
+		e := storage.Event{OrgID: orgID, Action: ActionUserDeleted, TargetKind: "user", TargetID: u, UserID: u}
+		if was, ok := userBefore[u]; ok {
+			e.Before = userSnapshot(was)
+		}
+		events = append(events, e)
+	}
+	return removed, s.record(ctx, events...)
+}
+
+// scimTokenSnapshot is a token as the trail shows it: its id and prefix, or null.
+func scimTokenSnapshot(t *storage.SCIMToken) json.RawMessage {
+	if t == nil {
+		return nil
+	}
+	return snapshot(struct {
+		ID        string `json:"scim_token_id"`
+		Prefix    string `json:"scim_token_prefix"`
+		CreatedAt string `json:"created_at"`
+	}{t.ID, t.Prefix, timestamp(t.CreatedAt)})
+}

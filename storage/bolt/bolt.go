@@ -32,6 +32,7 @@ var (
 	bucketOrgNames         = []byte("org_names")         // name → org id
 	bucketAPIKeys          = []byte("api_keys")          // key id → apiKeyRecord
 	bucketAPIKeyHashes     = []byte("api_key_hashes")    // hash → key id
+	bucketRevokedAPIKeys   = []byte("revoked_api_keys")  // hash of a deleted key → when, Unix milliseconds as text
 	bucketResources        = []byte("resources")         // org, id → resourceRecord
 	bucketResourceNames    = []byte("resource_names")    // org, kind, source, name → id
 	bucketIntegrations     = []byte("integrations")      // org, id → integrationRecord
@@ -47,7 +48,7 @@ var (
 	droppedBuckets = [][]byte{[]byte("decisions_by_user"), []byte("decisions_by_svc_id")}
 
 	allBuckets = [][]byte{
-		bucketOrgs, bucketOrgNames, bucketAPIKeys, bucketAPIKeyHashes,
+		bucketOrgs, bucketOrgNames, bucketAPIKeys, bucketAPIKeyHashes, bucketRevokedAPIKeys,
 		bucketResources, bucketResourceNames, bucketIntegrations, bucketIntegrationNames,
 		bucketUsers, bucketUserEmails, bucketGrants, bucketGrantsByResource,
 		bucketEvents, bucketEventsByUser, bucketEventsBySvc, bucketDecisions,

@@ -3,8 +3,10 @@ package bolt
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -94,6 +96,60 @@ func (s *Store) ListAuthIntegrations(ctx context.Context, orgID string) ([]stora
 	out := make([]storage.AuthIntegration, len(recs))
 	for i, r := range recs {
 		out[i] = r.integration()
+	}
+	return out, nil
+}
+
+// DeleteAuthIntegration removes the integration, its token, its users and its groups, in one
+// transaction.
+func (s *Store) DeleteAuthIntegration(ctx context.Context, orgID, id string, now time.Time) (storage.RemovedIntegration, error) {
+	var out storage.RemovedIntegration
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		a, err := getIntegration(tx, orgID, id)
+		if err != nil {
+			return err
+		}
+		out = storage.RemovedIntegration{Integration: a}
+		if err := deleteSCIMTokens(tx, orgID, id); err != nil {
+			return err
+		}
+		// Keys are collected first: bbolt's cursor may skip keys if the bucket changes under it.
+		var groups []groupRecord
+		for k, data := range under(tx.Bucket(bucketGroups), key(orgID, id)) {
+			var rec groupRecord
+			if err := json.Unmarshal(data, &rec); err != nil {
+				return fmt.Errorf("decode %q: %w", k, err)
+			}
+			groups = append(groups, rec)
+		}
+		for _, rec := range groups {
+			if err := deleteGroup(tx, rec); err != nil {
+				return err
+			}
+			out.Groups = append(out.Groups, rec.ID)
+		}
+		var userIDs []string
+		for _, userID := range under(tx.Bucket(bucketUserEmails), key(orgID, id)) {
+			userIDs = append(userIDs, string(userID))
+		}
+		slices.Sort(userIDs)
+		for _, userID := range userIDs {
+			u, err := getUser(tx, orgID, userID)
+			if err != nil {
+				return fmt.Errorf("email index names user %s: %w", userID, err)
+			}
+			if err := deleteUser(tx, u, millis(now)); err != nil {
+				return err
+			}
+		}
+		out.Users = userIDs
+		if err := tx.Bucket(bucketIntegrationNames).Delete(key(orgID, a.Name)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketIntegrations).Delete(key(orgID, id))
+	})
+	if err != nil {
+		return storage.RemovedIntegration{}, fmt.Errorf("delete auth integration %s: %w", id, err)
 	}
 	return out, nil
 }

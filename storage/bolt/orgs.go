@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 
@@ -123,11 +125,15 @@ func (s *Store) ListOrgs(ctx context.Context) ([]storage.Org, error) {
 }
 
 // CreateAPIKey stores a new key. It returns storage.ErrNotFound if key.OrgID names no
-// organization, and storage.ErrConflict if the id or the hash is taken.
+// organization, storage.ErrConflict if the id or the hash is taken, and storage.ErrRevoked if
+// the hash was a deleted key's.
 func (s *Store) CreateAPIKey(ctx context.Context, k storage.APIKey) error {
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketOrgs).Get(key(k.OrgID)) == nil {
 			return fmt.Errorf("org %s: %w", k.OrgID, storage.ErrNotFound)
+		}
+		if tx.Bucket(bucketRevokedAPIKeys).Get(key(k.Hash)) != nil {
+			return storage.ErrRevoked
 		}
 		keys, hashes := tx.Bucket(bucketAPIKeys), tx.Bucket(bucketAPIKeyHashes)
 		if keys.Get(key(k.ID)) != nil {
@@ -158,6 +164,9 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (storage.APIKey, 
 	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		id := tx.Bucket(bucketAPIKeyHashes).Get(key(hash))
 		if id == nil {
+			if tx.Bucket(bucketRevokedAPIKeys).Get(key(hash)) != nil {
+				return storage.ErrRevoked
+			}
 			return storage.ErrNotFound
 		}
 		r, ok, err := get[apiKeyRecord](tx.Bucket(bucketAPIKeys), key(string(id)))
@@ -176,8 +185,8 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash string) (storage.APIKey, 
 	return k, nil
 }
 
-// DeleteAPIKey removes a key so that it no longer authenticates. It returns storage.ErrNotFound
-// if no key has this id.
+// DeleteAPIKey removes a key so that it no longer authenticates, and keeps its hash as revoked,
+// in one transaction. It returns storage.ErrNotFound if no key has this id.
 func (s *Store) DeleteAPIKey(ctx context.Context, id string) error {
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
 		keys := tx.Bucket(bucketAPIKeys)
@@ -189,6 +198,10 @@ func (s *Store) DeleteAPIKey(ctx context.Context, id string) error {
 			return storage.ErrNotFound
 		}
 		if err := tx.Bucket(bucketAPIKeyHashes).Delete(key(r.Hash)); err != nil {
+			return err
+		}
+		revoked := strconv.FormatInt(time.Now().UnixMilli(), 10)
+		if err := tx.Bucket(bucketRevokedAPIKeys).Put(key(r.Hash), []byte(revoked)); err != nil {
 			return err
 		}
 		return keys.Delete(key(id))

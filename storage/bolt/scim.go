@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,22 +47,34 @@ type groupRecord struct {
 	DisplayName   string   `json:"display_name"`
 	ExternalID    string   `json:"external_id,omitempty"`
 	Members       []string `json:"members,omitempty"`
-	CreatedAt     int64    `json:"created_at"`
-	ModifiedAt    int64    `json:"modified_at"`
+	// MemberDisplays are by member id.
+	MemberDisplays map[string]string `json:"member_displays,omitempty"`
+	CreatedAt      int64             `json:"created_at"`
+	ModifiedAt     int64             `json:"modified_at"`
 }
 
 func newGroupRecord(g storage.Group) groupRecord {
 	return groupRecord{
 		OrgID: g.OrgID, ID: g.ID, IntegrationID: g.IntegrationID, DisplayName: g.DisplayName,
-		ExternalID: g.ExternalID, Members: g.Members, CreatedAt: millis(g.CreatedAt), ModifiedAt: millis(g.ModifiedAt),
+		ExternalID: g.ExternalID, Members: g.Members, MemberDisplays: nilIfEmpty(g.MemberDisplays),
+		CreatedAt: millis(g.CreatedAt), ModifiedAt: millis(g.ModifiedAt),
 	}
 }
 
 func (r groupRecord) group() storage.Group {
 	return storage.Group{
 		OrgID: r.OrgID, ID: r.ID, IntegrationID: r.IntegrationID, DisplayName: r.DisplayName,
-		ExternalID: r.ExternalID, Members: r.Members, CreatedAt: fromMillis(r.CreatedAt), ModifiedAt: fromMillis(r.ModifiedAt),
+		ExternalID: r.ExternalID, Members: r.Members, MemberDisplays: r.MemberDisplays,
+		CreatedAt: fromMillis(r.CreatedAt), ModifiedAt: fromMillis(r.ModifiedAt),
 	}
+}
+
+// nilIfEmpty is m, or nil when m is empty, so that a record reads the same either way.
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }
 
 func (r groupRecord) key() []byte { return key(r.OrgID, r.IntegrationID, r.ID) }
@@ -241,26 +254,31 @@ func (s *Store) DeleteUser(ctx context.Context, orgID, integrationID, id string,
 		if err != nil {
 			return err
 		}
-		if err := deleteGrantsOfUser(tx, orgID, id); err != nil {
-			return err
-		}
-		if err := leaveGroups(tx, orgID, id, millis(now)); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketUserEmails).Delete(emailKey(orgID, integrationID, u.Email)); err != nil {
-			return err
-		}
-		if u.ExternalID != "" {
-			if err := tx.Bucket(bucketUserExternalIDs).Delete(externalIDKey(orgID, integrationID, u.ExternalID, id)); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketUsers).Delete(key(orgID, id))
+		return deleteUser(tx, u, millis(now))
 	})
 	if err != nil {
 		return fmt.Errorf("delete user %s: %w", id, err)
 	}
 	return nil
+}
+
+// deleteUser removes u with its grants, index entries and group memberships.
+func deleteUser(tx *bbolt.Tx, u storage.User, now int64) error {
+	if err := deleteGrantsOfUser(tx, u.OrgID, u.ID); err != nil {
+		return err
+	}
+	if err := leaveGroups(tx, u.OrgID, u.ID, now); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketUserEmails).Delete(emailKey(u.OrgID, u.IntegrationID, u.Email)); err != nil {
+		return err
+	}
+	if u.ExternalID != "" {
+		if err := tx.Bucket(bucketUserExternalIDs).Delete(externalIDKey(u.OrgID, u.IntegrationID, u.ExternalID, u.ID)); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bucketUsers).Delete(key(u.OrgID, u.ID))
 }
 
 // deleteGrantsOfUser removes every grant of the user and its by-resource index entries.
@@ -297,6 +315,8 @@ func leaveGroups(tx *bbolt.Tx, orgID, userID string, now int64) error {
 		}
 		if ok {
 			rec.Members = slices.DeleteFunc(rec.Members, func(m string) bool { return m == userID })
+			delete(rec.MemberDisplays, userID)
+			rec.MemberDisplays = nilIfEmpty(rec.MemberDisplays)
 			rec.ModifiedAt = now
 			if err := put(groups, gk, rec); err != nil {
 				return err
@@ -423,8 +443,9 @@ func (s *Store) CreateGroup(ctx context.Context, g storage.Group) error {
 // integration, and indexes them; members of before that rec lacks leave the index.
 func joinGroup(tx *bbolt.Tx, rec groupRecord, before []string) error {
 	byMember := tx.Bucket(bucketGroupsByMember)
+	was, is := setOf(before), setOf(rec.Members)
 	for _, m := range rec.Members {
-		if slices.Contains(before, m) {
+		if was[m] {
 			continue
 		}
 		if err := checkGroupMember(tx, rec.OrgID, rec.IntegrationID, m); err != nil {
@@ -435,13 +456,22 @@ func joinGroup(tx *bbolt.Tx, rec groupRecord, before []string) error {
 		}
 	}
 	for _, m := range before {
-		if !slices.Contains(rec.Members, m) {
+		if !is[m] {
 			if err := byMember.Delete(key(rec.OrgID, m, rec.ID)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// setOf is the set of ids, so that comparing two large member lists is linear.
+func setOf(ids []string) map[string]bool {
+	set := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set
 }
 
 // GetGroup returns the integration's group id, or storage.ErrNotFound.
@@ -526,10 +556,12 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 		}
 		g := old
 		g.Members = slices.Clone(old.Members)
+		g.MemberDisplays = maps.Clone(old.MemberDisplays)
 		if err := fn(&g); err != nil {
 			return err
 		}
 		g.OrgID, g.ID, g.IntegrationID, g.CreatedAt = old.OrgID, old.ID, old.IntegrationID, old.CreatedAt
+		g.MemberDisplays = nilIfEmpty(g.MemberDisplays)
 		out = g
 		rec, oldRec := newGroupRecord(g), newGroupRecord(old)
 		if reflect.DeepEqual(rec, oldRec) {
@@ -560,34 +592,38 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 // DeleteGroup removes the integration's group id and its index entries.
 func (s *Store) DeleteGroup(ctx context.Context, orgID, integrationID, id string) error {
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
-		k := key(orgID, integrationID, id)
-		rec, ok, err := get[groupRecord](tx.Bucket(bucketGroups), k)
+		rec, ok, err := get[groupRecord](tx.Bucket(bucketGroups), key(orgID, integrationID, id))
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return storage.ErrNotFound
 		}
-		for _, m := range rec.Members {
-			if err := tx.Bucket(bucketGroupsByMember).Delete(key(orgID, m, id)); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket(bucketGroupNames).Delete(rec.nameKey()); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketGroupIDs).Delete(key(orgID, id)); err != nil {
-			return err
-		}
-		if err := deleteGroupGrantsOfGroup(tx, orgID, id); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketGroups).Delete(k)
+		return deleteGroup(tx, rec)
 	})
 	if err != nil {
 		return fmt.Errorf("delete group %s: %w", id, err)
 	}
 	return nil
+}
+
+// deleteGroup removes the group of rec with its index entries and its grants.
+func deleteGroup(tx *bbolt.Tx, rec groupRecord) error {
+	for _, m := range rec.Members {
+		if err := tx.Bucket(bucketGroupsByMember).Delete(key(rec.OrgID, m, rec.ID)); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bucketGroupNames).Delete(rec.nameKey()); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketGroupIDs).Delete(key(rec.OrgID, rec.ID)); err != nil {
+		return err
+	}
+	if err := deleteGroupGrantsOfGroup(tx, rec.OrgID, rec.ID); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketGroups).Delete(rec.key())
 }
 
 // UserGroups returns the groups the organization's user is a member of, ordered by ID.
@@ -615,4 +651,73 @@ func userGroups(tx *bbolt.Tx, orgID, userID string) ([]storage.Group, error) {
 		out = append(out, g)
 	}
 	return out, nil
+}
+
+// SetSCIMToken replaces the integration's token in one transaction.
+func (s *Store) SetSCIMToken(ctx context.Context, orgID, integrationID string, t *storage.SCIMToken) (*storage.SCIMToken, error) {
+	var old *storage.SCIMToken
+	err := s.update(ctx, func(tx *bbolt.Tx) error {
+		a, err := getIntegration(tx, orgID, integrationID)
+		if err == nil && a.Type != storage.IntegrationSCIM {
+			err = storage.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		keys, recs, err := scimTokensOf(tx, orgID, integrationID)
+		if err != nil {
+			return err
+		}
+		for i, k := range keys {
+			r := recs[i]
+			old = &storage.SCIMToken{ID: r.ID, OrgID: r.OrgID, IntegrationID: r.IntegrationID, Prefix: r.Prefix, Hash: r.Hash, CreatedAt: fromMillis(r.CreatedAt)}
+			if err := tx.Bucket(bucketSCIMTokens).Delete(k); err != nil {
+				return err
+			}
+		}
+		if t == nil {
+			return nil
+		}
+		tokens := tx.Bucket(bucketSCIMTokens)
+		if tokens.Get(key(t.Hash)) != nil {
+			return fmt.Errorf("token hash taken: %w", storage.ErrConflict)
+		}
+		return put(tokens, key(t.Hash), scimTokenRecord{
+			ID: t.ID, OrgID: orgID, IntegrationID: integrationID, Prefix: t.Prefix, Hash: t.Hash, CreatedAt: millis(t.CreatedAt),
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set scim token of integration %s: %w", integrationID, err)
+	}
+	return old, nil
+}
+
+// scimTokensOf returns the keys and records of the integration's tokens: a scan of the token
+// bucket, which holds one token for each SCIM integration.
+func scimTokensOf(tx *bbolt.Tx, orgID, integrationID string) (keys [][]byte, recs []scimTokenRecord, err error) {
+	err = tx.Bucket(bucketSCIMTokens).ForEach(func(k, data []byte) error {
+		var r scimTokenRecord
+		if err := json.Unmarshal(data, &r); err != nil {
+			return fmt.Errorf("decode scim token: %w", err)
+		}
+		if r.OrgID == orgID && r.IntegrationID == integrationID {
+			keys, recs = append(keys, bytes.Clone(k)), append(recs, r)
+		}
+		return nil
+	})
+	return keys, recs, err
+}
+
+// deleteSCIMTokens removes the tokens of the organization's integration.
+func deleteSCIMTokens(tx *bbolt.Tx, orgID, integrationID string) error {
+	keys, _, err := scimTokensOf(tx, orgID, integrationID)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := tx.Bucket(bucketSCIMTokens).Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

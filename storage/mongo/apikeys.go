@@ -1,7 +1,9 @@
 package mongo
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,6 +22,20 @@ type apiKeyDoc struct {
 	Hash      string    `bson:"hash"`
 	Scope     string    `bson:"scope"`
 	CreatedAt time.Time `bson:"created_at"`
+}
+
+// colRevokedAPIKeys keeps the hashes of deleted keys, as _id, with when they were revoked: a
+// revoked key is never stored again (storage.ErrRevoked).
+const colRevokedAPIKeys = "revoked_api_keys"
+
+type revokedAPIKeyDoc struct {
+	Hash      string    `bson:"_id"`
+	RevokedAt time.Time `bson:"revoked_at"`
+}
+
+// revoked reports whether hash was a deleted key's.
+func (s *Store) revoked(ctx context.Context, hash string) (bool, error) {
+	return exists(ctx, s.db.Collection(colRevokedAPIKeys), bson.D{{Key: "_id", Value: hash}})
 }
 
 func (d apiKeyDoc) record() storage.APIKey {
@@ -43,6 +59,9 @@ func (s *Store) CreateAPIKey(ctx context.Context, key storage.APIKey) error {
 	if !ok {
 		return fmt.Errorf("create api key %s: org %s: %w", key.ID, key.OrgID, storage.ErrNotFound)
 	}
+	if revoked, err := s.revoked(ctx, key.Hash); err != nil || revoked {
+		return fmt.Errorf("create api key %s: %w", key.ID, cmp.Or(err, storage.ErrRevoked))
+	}
 	doc := apiKeyDoc{
 		ID:        key.ID,
 		OrgID:     key.OrgID,
@@ -61,14 +80,29 @@ func (s *Store) CreateAPIKey(ctx context.Context, key storage.APIKey) error {
 // errors so that logs carry nothing derived from a key.
 func (s *Store) APIKeyByHash(ctx context.Context, hash string) (storage.APIKey, error) {
 	doc, err := findOne[apiKeyDoc](ctx, s.apiKeys, bson.D{{Key: "hash", Value: hash}})
+	if errors.Is(err, storage.ErrNotFound) {
+		if revoked, rerr := s.revoked(ctx, hash); rerr != nil || revoked {
+			err = cmp.Or(rerr, storage.ErrRevoked)
+		}
+	}
 	if err != nil {
 		return storage.APIKey{}, fmt.Errorf("get api key by hash: %w", err)
 	}
 	return doc.record(), nil
 }
 
-// DeleteAPIKey removes a key, or returns ErrNotFound if no key has this id.
+// DeleteAPIKey records the key's hash as revoked, then removes the key, or returns
+// ErrNotFound if no key has this id. In that order, a failure between the two leaves a key
+// that still works and that a retry revokes, never a deleted key that could come back.
 func (s *Store) DeleteAPIKey(ctx context.Context, id string) error {
+	doc, err := findOne[apiKeyDoc](ctx, s.apiKeys, bson.D{{Key: "_id", Value: id}})
+	if err != nil {
+		return fmt.Errorf("delete api key %s: %w", id, err)
+	}
+	_, err = s.db.Collection(colRevokedAPIKeys).InsertOne(ctx, revokedAPIKeyDoc{Hash: doc.Hash, RevokedAt: time.Now().UTC().Truncate(time.Millisecond)})
+	if err != nil && !errors.Is(mapErr(err), storage.ErrConflict) {
+		return fmt.Errorf("delete api key %s: revoke its hash: %w", id, mapErr(err))
+	}
 	res, err := s.apiKeys.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
 	if err != nil {
 		return fmt.Errorf("delete api key %s: %w", id, mapErr(err))

@@ -2,6 +2,7 @@ package mongo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -71,6 +72,49 @@ func (s *Store) ListAuthIntegrations(ctx context.Context, orgID string) ([]stora
 	out := make([]storage.AuthIntegration, 0, len(docs))
 	for _, d := range docs {
 		out = append(out, d.record())
+	}
+	return out, nil
+}
+
+// DeleteAuthIntegration removes the integration's token, its groups one by one, its users one
+// by one (DeleteGroup and DeleteUser, each taking its grants and memberships along), and then
+// the integration. Without transactions this is not one step; but every step can be made
+// again, and the integration goes last, so a call cut short is finished by the next.
+func (s *Store) DeleteAuthIntegration(ctx context.Context, orgID, id string, now time.Time) (storage.RemovedIntegration, error) {
+	a, err := s.GetAuthIntegration(ctx, orgID, id)
+	if err != nil {
+		return storage.RemovedIntegration{}, fmt.Errorf("delete auth integration %s: %w", id, err)
+	}
+	out := storage.RemovedIntegration{Integration: a}
+	if _, err := s.db.Collection(colSCIMTokens).DeleteMany(ctx, integrationFilter(orgID, id)); err != nil {
+		return out, fmt.Errorf("delete auth integration %s: token: %w", id, mapErr(err))
+	}
+	groups, err := findAll[groupDoc](ctx, s.db.Collection(colGroups), integrationFilter(orgID, id), bson.D{{Key: "id", Value: 1}})
+	if err != nil {
+		return out, fmt.Errorf("delete auth integration %s: groups: %w", id, err)
+	}
+	for _, g := range groups {
+		if err := s.DeleteGroup(ctx, orgID, id, g.ID); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return out, fmt.Errorf("delete auth integration %s: %w", id, err)
+		}
+		out.Groups = append(out.Groups, g.ID)
+	}
+	users, err := findAll[userDoc](ctx, s.users, integrationFilter(orgID, id), bson.D{{Key: "id", Value: 1}})
+	if err != nil {
+		return out, fmt.Errorf("delete auth integration %s: users: %w", id, err)
+	}
+	for _, u := range users {
+		if err := s.DeleteUser(ctx, orgID, id, u.ID, now); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return out, fmt.Errorf("delete auth integration %s: %w", id, err)
+		}
+		out.Users = append(out.Users, u.ID)
+	}
+	res, err := s.authIntegrations.DeleteOne(ctx, bson.D{{Key: "_id", Value: key(orgID, id)}, {Key: "org_id", Value: orgID}})
+	if err != nil {
+		return out, fmt.Errorf("delete auth integration %s: %w", id, mapErr(err))
+	}
+	if res.DeletedCount == 0 {
+		return out, fmt.Errorf("delete auth integration %s: %w", id, storage.ErrNotFound)
 	}
 	return out, nil
 }

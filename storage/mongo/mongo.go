@@ -151,6 +151,7 @@ var indexes = map[string][]index{
 	colDecisions: entryIndexes("user_id", "resource_ids"),
 	colSCIMTokens: {
 		{keys: []string{"hash"}, unique: true},
+		{keys: []string{"org_id", "integration_id"}},
 	},
 	colGroups: {
 		{keys: []string{"org_id", "integration_id", "name_key"}, unique: true},

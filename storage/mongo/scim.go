@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -48,32 +49,57 @@ type scimTokenDoc struct {
 // members as a list of user ids, which only ever changes by a whole-list $set conditioned on
 // version (FerretDB ignores $pull with a condition, and $push would race the same way).
 type groupDoc struct {
-	Key           string    `bson:"_id"`
-	OrgID         string    `bson:"org_id"`
-	ID            string    `bson:"id"`
-	IntegrationID string    `bson:"integration_id"`
-	DisplayName   string    `bson:"display_name"`
-	NameKey       string    `bson:"name_key"`
-	ExternalID    string    `bson:"external_id"`
-	Members       []string  `bson:"members"`
-	CreatedAt     time.Time `bson:"created_at"`
-	ModifiedAt    time.Time `bson:"modified_at"`
-	Version       int64     `bson:"version"`
+	Key           string   `bson:"_id"`
+	OrgID         string   `bson:"org_id"`
+	ID            string   `bson:"id"`
+	IntegrationID string   `bson:"integration_id"`
+	DisplayName   string   `bson:"display_name"`
+	NameKey       string   `bson:"name_key"`
+	ExternalID    string   `bson:"external_id"`
+	Members       []string `bson:"members"`
+	// MemberDisplays is a list, ordered by id, rather than a document keyed by member id: an
+	// id may hold "." or "$", which field names may not.
+	MemberDisplays []memberDisplayDoc `bson:"member_displays,omitempty"`
+	CreatedAt      time.Time          `bson:"created_at"`
+	ModifiedAt     time.Time          `bson:"modified_at"`
+	Version        int64              `bson:"version"`
+}
+
+// memberDisplayDoc is the display name a provider sent with the member id.
+type memberDisplayDoc struct {
+	ID      string `bson:"id"`
+	Display string `bson:"display"`
 }
 
 func newGroupDoc(g storage.Group) groupDoc {
 	return groupDoc{
 		Key: key(g.OrgID, g.ID), OrgID: g.OrgID, ID: g.ID, IntegrationID: g.IntegrationID,
 		DisplayName: g.DisplayName, NameKey: strings.ToLower(g.DisplayName), ExternalID: g.ExternalID,
-		Members: g.Members, CreatedAt: g.CreatedAt, ModifiedAt: g.ModifiedAt,
+		Members: g.Members, MemberDisplays: memberDisplayDocs(g.MemberDisplays), CreatedAt: g.CreatedAt, ModifiedAt: g.ModifiedAt,
 	}
 }
 
 func (d groupDoc) record() storage.Group {
+	var displays map[string]string
+	if len(d.MemberDisplays) > 0 {
+		displays = make(map[string]string, len(d.MemberDisplays))
+		for _, m := range d.MemberDisplays {
+			displays[m.ID] = m.Display
+		}
+	}
 	return storage.Group{
 		OrgID: d.OrgID, ID: d.ID, IntegrationID: d.IntegrationID, DisplayName: d.DisplayName,
-		ExternalID: d.ExternalID, Members: d.Members, CreatedAt: d.CreatedAt.UTC(), ModifiedAt: d.ModifiedAt.UTC(),
+		ExternalID: d.ExternalID, Members: d.Members, MemberDisplays: displays, CreatedAt: d.CreatedAt.UTC(), ModifiedAt: d.ModifiedAt.UTC(),
 	}
+}
+
+// memberDisplayDocs turns a group's member displays into their stored list.
+func memberDisplayDocs(displays map[string]string) []memberDisplayDoc {
+	out := make([]memberDisplayDoc, 0, len(displays))
+	for _, id := range slices.Sorted(maps.Keys(displays)) {
+		out = append(out, memberDisplayDoc{ID: id, Display: displays[id]})
+	}
+	return out
 }
 
 // newVersion returns a fresh version for a record that changes. Versions are random rather
@@ -124,6 +150,39 @@ func (s *Store) SCIMTokenByHash(ctx context.Context, hash string) (storage.SCIMT
 	return storage.SCIMToken{
 		ID: d.ID, OrgID: d.OrgID, IntegrationID: d.IntegrationID, Prefix: d.Prefix, Hash: d.Hash, CreatedAt: d.CreatedAt.UTC(),
 	}, nil
+}
+
+// SetSCIMToken stores the new token before it removes the old ones, so that the integration
+// is never left without one by a failure between the two; a call made again removes them.
+func (s *Store) SetSCIMToken(ctx context.Context, orgID, integrationID string, t *storage.SCIMToken) (*storage.SCIMToken, error) {
+	a, err := s.GetAuthIntegration(ctx, orgID, integrationID)
+	if err == nil && a.Type != storage.IntegrationSCIM {
+		err = storage.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("set scim token of integration %s: %w", integrationID, err)
+	}
+	tokens := s.db.Collection(colSCIMTokens)
+	docs, err := findAll[scimTokenDoc](ctx, tokens, integrationFilter(orgID, integrationID), bson.D{{Key: "created_at", Value: 1}})
+	if err != nil {
+		return nil, fmt.Errorf("set scim token of integration %s: %w", integrationID, err)
+	}
+	gone := integrationFilter(orgID, integrationID)
+	if t != nil {
+		doc := scimTokenDoc{ID: t.ID, OrgID: orgID, IntegrationID: integrationID, Prefix: t.Prefix, Hash: t.Hash, CreatedAt: t.CreatedAt}
+		if _, err := tokens.InsertOne(ctx, doc); err != nil {
+			return nil, fmt.Errorf("set scim token of integration %s: %w", integrationID, mapErr(err))
+		}
+		gone = append(gone, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: t.ID}}})
+	}
+	if _, err := tokens.DeleteMany(ctx, gone); err != nil {
+		return nil, fmt.Errorf("set scim token of integration %s: remove the old one: %w", integrationID, mapErr(err))
+	}
+	if len(docs) == 0 {
+		return nil, nil
+	}
+	d := docs[len(docs)-1]
+	return &storage.SCIMToken{ID: d.ID, OrgID: d.OrgID, IntegrationID: d.IntegrationID, Prefix: d.Prefix, Hash: d.Hash, CreatedAt: d.CreatedAt.UTC()}, nil
 }
 
 func newUserDoc(u storage.User) userDoc {
@@ -238,6 +297,7 @@ func (s *Store) DeleteUser(ctx context.Context, orgID, integrationID, id string,
 	for _, g := range groups {
 		_, err := s.UpdateGroup(ctx, orgID, g.IntegrationID, g.ID, func(g *storage.Group) error {
 			g.Members = slices.DeleteFunc(g.Members, func(m string) bool { return m == id })
+			delete(g.MemberDisplays, id)
 			g.ModifiedAt = now
 			return nil
 		})
@@ -414,10 +474,14 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 		old := d.record()
 		g := old
 		g.Members = slices.Clone(old.Members)
+		g.MemberDisplays = maps.Clone(old.MemberDisplays)
 		if err := fn(&g); err != nil {
 			return storage.Group{}, fmt.Errorf("update group %s: %w", id, err)
 		}
 		g.OrgID, g.ID, g.IntegrationID, g.CreatedAt = old.OrgID, old.ID, old.IntegrationID, old.CreatedAt
+		if len(g.MemberDisplays) == 0 {
+			g.MemberDisplays = nil
+		}
 		if reflect.DeepEqual(g, old) {
 			return g, nil
 		}
@@ -427,7 +491,11 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 				return storage.Group{}, fmt.Errorf("update group %s: display name: %w", id, cmp.Or(err, storage.ErrConflict))
 			}
 		}
-		added := slices.DeleteFunc(slices.Clone(g.Members), func(m string) bool { return slices.Contains(old.Members, m) })
+		was := make(map[string]bool, len(old.Members))
+		for _, m := range old.Members {
+			was[m] = true
+		}
+		added := slices.DeleteFunc(slices.Clone(g.Members), func(m string) bool { return was[m] })
 		if err := s.checkMembers(ctx, orgID, integrationID, added); err != nil {
 			return storage.Group{}, fmt.Errorf("update group %s: %w", id, err)
 		}
@@ -436,6 +504,7 @@ func (s *Store) UpdateGroup(ctx context.Context, orgID, integrationID, id string
 			{Key: "name_key", Value: strings.ToLower(g.DisplayName)},
 			{Key: "external_id", Value: g.ExternalID},
 			{Key: "members", Value: g.Members},
+			{Key: "member_displays", Value: memberDisplayDocs(g.MemberDisplays)},
 			{Key: "modified_at", Value: g.ModifiedAt},
 			{Key: "version", Value: newVersion()},
 		}

@@ -155,12 +155,23 @@ func testAPIKeys(t *testing.T, open opener) {
 		k2 := createKey(t, s, key("key-2", "org-1", 2))
 		noErr(t, "DeleteAPIKey", s.DeleteAPIKey(t.Context(), k1.ID))
 		_, err := s.APIKeyByHash(t.Context(), k1.Hash)
+		wantErr(t, "APIKeyByHash of a deleted key", err, storage.ErrRevoked)
 		wantErr(t, "APIKeyByHash of a deleted key", err, storage.ErrNotFound)
+		// A revoked key stays revoked: its hash is never stored again, under any id or
+		// organization, as a restart with the same bootstrap key would try.
+		createOrg(t, s, "org-2", "other", at(0))
+		for _, again := range []storage.APIKey{key("key-1", "org-1", 1), key("key-3", "org-2", 1)} {
+			wantErr(t, "CreateAPIKey(a revoked hash)", s.CreateAPIKey(t.Context(), again), storage.ErrRevoked)
+		}
+		_, err = s.APIKeyByHash(t.Context(), k1.Hash)
+		wantErr(t, "APIKeyByHash of a key stored again", err, storage.ErrRevoked)
+		createKey(t, s, key("key-1", "org-1", 4)) // its id is free again; a new hash is a new key
 		got, err := s.APIKeyByHash(t.Context(), k2.Hash)
 		noErr(t, "APIKeyByHash of the other key", err)
 		diff(t, "APIKeyByHash of the other key", k2, got)
-		count(t, s, 1)
+		count(t, s, 2)
 
+		noErr(t, "DeleteAPIKey(the new key-1)", s.DeleteAPIKey(t.Context(), k1.ID))
 		wantErr(t, "DeleteAPIKey(deleted)", s.DeleteAPIKey(t.Context(), k1.ID), storage.ErrNotFound)
 		wantErr(t, "DeleteAPIKey(unknown)", s.DeleteAPIKey(t.Context(), "key-9"), storage.ErrNotFound)
 		count(t, s, 1)

@@ -59,6 +59,111 @@ func testSCIM(t *testing.T, open opener) {
 	t.Run("DeleteUser", func(t *testing.T) { testSCIMDeleteUser(t, open) })
 	t.Run("Groups", func(t *testing.T) { testSCIMGroups(t, open) })
 	t.Run("ConcurrentUpdates", func(t *testing.T) { testSCIMConcurrentUpdates(t, open) })
+	t.Run("SetSCIMToken", func(t *testing.T) { testSetSCIMToken(t, open) })
+	t.Run("DeleteAuthIntegration", func(t *testing.T) { testDeleteAuthIntegration(t, open) })
+}
+
+func testSetSCIMToken(t *testing.T, open opener) {
+	s := open(t)
+	withSCIM(t, s)
+	ctx := t.Context()
+	createIntegration(t, s, "org-1", "imp-1", "csv", at(0))
+	was := storage.SCIMToken{ID: "tok-scim-1", OrgID: "org-1", IntegrationID: "scim-1", Prefix: "gscim_ab", Hash: "hash-scim-1", CreatedAt: at(0)}
+	next := storage.SCIMToken{ID: "tok-new", OrgID: "org-1", IntegrationID: "scim-1", Prefix: "gscim_cd", Hash: "hash-new", CreatedAt: at(5)}
+
+	for _, tc := range []struct{ name, org, integ string }{
+		{"unknown integration", "org-1", "scim-8"},
+		{"another organization's integration", "org-2", "scim-1"},
+		{"an import integration", "org-1", "imp-1"},
+	} {
+		_, err := s.SetSCIMToken(ctx, tc.org, tc.integ, &next)
+		wantErr(t, "SetSCIMToken("+tc.name+")", err, storage.ErrNotFound)
+	}
+	taken := next
+	taken.Hash = "hash-scim-2"
+	_, err := s.SetSCIMToken(ctx, "org-1", "scim-1", &taken)
+	wantErr(t, "SetSCIMToken(another integration's hash)", err, storage.ErrConflict)
+
+	old, err := s.SetSCIMToken(ctx, "org-1", "scim-1", &next)
+	noErr(t, "SetSCIMToken", err)
+	diff(t, "the token replaced", &was, old)
+	_, err = s.SCIMTokenByHash(ctx, was.Hash)
+	wantErr(t, "SCIMTokenByHash(the old token)", err, storage.ErrNotFound)
+	got, err := s.SCIMTokenByHash(ctx, next.Hash)
+	noErr(t, "SCIMTokenByHash(the new token)", err)
+	diff(t, "SCIMTokenByHash(the new token)", next, got)
+	if other, err := s.SCIMTokenByHash(ctx, "hash-scim-2"); err != nil || other.IntegrationID != "scim-2" {
+		t.Errorf("the other integration's token = %+v, %v", other, err)
+	}
+
+	old, err = s.SetSCIMToken(ctx, "org-1", "scim-1", nil)
+	noErr(t, "SetSCIMToken(nil)", err)
+	diff(t, "the token revoked", &next, old)
+	_, err = s.SCIMTokenByHash(ctx, next.Hash)
+	wantErr(t, "SCIMTokenByHash(the revoked token)", err, storage.ErrNotFound)
+	old, err = s.SetSCIMToken(ctx, "org-1", "scim-1", nil)
+	noErr(t, "SetSCIMToken(nil) again", err)
+	if old != nil {
+		t.Errorf("revoking again returned %+v, want nil", old)
+	}
+}
+
+func testDeleteAuthIntegration(t *testing.T, open opener) {
+	s := open(t)
+	withSCIM(t, s)
+	ctx := t.Context()
+	createResource(t, s, model("org-1", 1, at(0)))
+	createUser(t, s, scimUser("org-1", "scim-1", "u-1", "ann@example.com", at(1)))
+	createUser(t, s, scimUser("org-1", "scim-1", "u-2", "bob@example.com", at(1)))
+	cat := createUser(t, s, scimUser("org-1", "scim-2", "u-3", "cat@example.com", at(1)))
+	twin := createUser(t, s, scimUser("org-2", "scim-9", "u-1", "ann@example.com", at(1)))
+	grant(t, s, "org-1", "u-1", rid(1), at(2))
+	keep := grant(t, s, "org-1", "u-3", rid(1), at(2))
+	noErr(t, "CreateGroup", s.CreateGroup(ctx, storage.Group{OrgID: "org-1", ID: "g-1", IntegrationID: "scim-1", DisplayName: "Eng",
+		Members: []string{"u-1", "u-2"}, CreatedAt: at(2), ModifiedAt: at(2)}))
+	setGroupGrant(t, s, groupGrant("g-1", 1, 2))
+	plain := plainGroup("g-2", "Everyone", 2, "u-1", "u-3")
+	noErr(t, "CreateGroup(plain)", s.CreateGroup(ctx, plain))
+
+	_, err := s.DeleteAuthIntegration(ctx, "org-2", "scim-1", at(3))
+	wantErr(t, "DeleteAuthIntegration(another organization's)", err, storage.ErrNotFound)
+	removed, err := s.DeleteAuthIntegration(ctx, "org-1", "scim-1", at(4))
+	noErr(t, "DeleteAuthIntegration", err)
+	diff(t, "DeleteAuthIntegration", storage.RemovedIntegration{
+		Integration: storage.AuthIntegration{OrgID: "org-1", ID: "scim-1", Name: "okta", Type: storage.IntegrationSCIM, CreatedAt: at(0)},
+		Users:       []string{"u-1", "u-2"}, Groups: []string{"g-1"},
+	}, removed)
+
+	_, err = s.GetAuthIntegration(ctx, "org-1", "scim-1")
+	wantErr(t, "GetAuthIntegration(deleted)", err, storage.ErrNotFound)
+	_, err = s.SCIMTokenByHash(ctx, "hash-scim-1")
+	wantErr(t, "SCIMTokenByHash(the deleted integration's)", err, storage.ErrNotFound)
+	if tok, err := s.SCIMTokenByHash(ctx, "hash-scim-2"); err != nil || tok.IntegrationID != "scim-2" {
+		t.Errorf("the other integration's token = %+v, %v", tok, err)
+	}
+	checkUsers(t, s, "org-1", []storage.User{cat})
+	checkUsers(t, s, "org-2", []storage.User{twin})
+	grants, err := s.ListGrants(ctx, "org-1")
+	noErr(t, "ListGrants", err)
+	diff(t, "ListGrants", []storage.Grant{keep}, grants)
+	_, err = s.GetGroup(ctx, "org-1", "scim-1", "g-1")
+	wantErr(t, "GetGroup(the integration's)", err, storage.ErrNotFound)
+	checkGroupGrants(t, s, "org-1", []string{"g-1"}, nil)
+	got, err := s.GetOrgGroup(ctx, "org-1", "g-2")
+	noErr(t, "GetOrgGroup(plain)", err)
+	plain.Members, plain.ModifiedAt = []string{"u-3"}, at(4)
+	diff(t, "the plain group its users left", plain, got, equateEmpty)
+
+	// The name is free again, and nothing of the old integration comes back with it.
+	noErr(t, "CreateSCIMIntegration(the same name)", s.CreateSCIMIntegration(ctx,
+		storage.AuthIntegration{OrgID: "org-1", ID: "scim-3", Name: "okta", Type: storage.IntegrationSCIM, CreatedAt: at(5)},
+		storage.SCIMToken{ID: "tok-scim-3", OrgID: "org-1", IntegrationID: "scim-3", Prefix: "gscim_ef", Hash: "hash-scim-3", CreatedAt: at(5)}))
+	createUser(t, s, scimUser("org-1", "scim-3", "u-1", "ann@example.com", at(6)))
+	userGrants, err := s.UserGrants(ctx, "org-1", "u-1")
+	noErr(t, "UserGrants", err)
+	diff(t, "UserGrants of a user made again", []storage.Grant(nil), userGrants, equateEmpty)
+	_, err = s.DeleteAuthIntegration(ctx, "org-1", "scim-1", at(7))
+	wantErr(t, "DeleteAuthIntegration again", err, storage.ErrNotFound)
 }
 
 func testSCIMIntegrations(t *testing.T, open opener) {
@@ -292,7 +397,8 @@ func testSCIMDeleteUser(t *testing.T, open opener) {
 	grant(t, s, "org-1", "u-1", rid(2), at(2))
 	keep := grant(t, s, "org-1", "u-2", rid(1), at(2))
 	twinGrant := grant(t, s, "org-2", "u-1", rid(3), at(2))
-	g := storage.Group{OrgID: "org-1", ID: "g-1", IntegrationID: "scim-1", DisplayName: "Eng", Members: []string{"u-1", "u-2"}, CreatedAt: at(3), ModifiedAt: at(3)}
+	g := storage.Group{OrgID: "org-1", ID: "g-1", IntegrationID: "scim-1", DisplayName: "Eng", Members: []string{"u-1", "u-2"},
+		MemberDisplays: map[string]string{"u-1": "Ann", "u-2": "Bob"}, CreatedAt: at(3), ModifiedAt: at(3)}
 	noErr(t, "CreateGroup", s.CreateGroup(ctx, g))
 
 	for _, tc := range []struct{ name, org, integ, id string }{
@@ -315,8 +421,8 @@ func testSCIMDeleteUser(t *testing.T, open opener) {
 	diff(t, "ListGrants(org-2) after DeleteUser in org-1", []storage.Grant{twinGrant}, grants)
 	got, err := s.GetGroup(ctx, "org-1", "scim-1", "g-1")
 	noErr(t, "GetGroup", err)
-	g.Members, g.ModifiedAt = []string{"u-2"}, at(5)
-	diff(t, "the group after DeleteUser", g, got)
+	g.Members, g.MemberDisplays, g.ModifiedAt = []string{"u-2"}, map[string]string{"u-2": "Bob"}, at(5)
+	diff(t, "the group after DeleteUser, without the user's display", g, got)
 	groups, err := s.UserGroups(ctx, "org-1", "u-1")
 	noErr(t, "UserGroups", err)
 	diff(t, "UserGroups of the deleted user", []string(nil), storage.GroupIDs(groups), equateEmpty)
@@ -349,6 +455,7 @@ func testSCIMGroups(t *testing.T, open opener) {
 			Members: members, CreatedAt: at(2), ModifiedAt: at(2)}
 	}
 	eng := group("g-2", "Engineers", "u-2", "u-1")
+	eng.MemberDisplays = map[string]string{"u-2": "u-2@example.com"}
 	ops := group("g-1", "Ops")
 	noErr(t, "CreateGroup", s.CreateGroup(ctx, eng))
 	noErr(t, "CreateGroup", s.CreateGroup(ctx, ops))
@@ -408,9 +515,11 @@ func testSCIMGroups(t *testing.T, open opener) {
 
 	want := eng
 	want.DisplayName, want.ExternalID, want.Members, want.ModifiedAt = "Engineering", "ext-new", []string{"u-1", "u-3"}, at(4)
+	want.MemberDisplays = map[string]string{"u-1": "Ann", "u-3": "u.3.$"}
 	got, err = s.UpdateGroup(ctx, "org-1", "scim-1", "g-2", func(g *storage.Group) error {
 		g.DisplayName, g.ExternalID, g.ModifiedAt = want.DisplayName, want.ExternalID, want.ModifiedAt
 		g.Members = []string{"u-1", "u-3"}
+		g.MemberDisplays = map[string]string{"u-1": "Ann", "u-3": "u.3.$"}
 		g.OrgID, g.ID, g.IntegrationID, g.CreatedAt = "org-2", "g-9", "scim-2", at(9)
 		return nil
 	})
