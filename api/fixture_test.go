@@ -57,7 +57,7 @@ type fixtureOption func(*api.Config)
 func newFixture(tb testing.TB, opts ...fixtureOption) *fixture {
 	tb.Helper()
 	ctx := context.Background()
-	store := bolttest.Open(tb)
+	store := bolttest.OpenNoSync(tb)
 	engine, err := policy.New(ctx, policy.Embedded())
 	if err != nil {
 		tb.Fatal(err)
