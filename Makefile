@@ -9,6 +9,8 @@ GO       ?= go
 RACE     := $(if $(filter 1,$(shell $(GO) env CGO_ENABLED)),-race -gcflags=modernc.org/...=-d=checkptr=0,)
 FILTER   ?= .
 FUZZTIME ?= 30s
+# How many times `make stress` runs the whole suite.
+STRESS_RUNS ?= 5
 # The measured time of each run of `make bench` and `make bench-large`.
 BENCH_DURATION ?= 10s
 BIN      := bin/grantry
@@ -28,6 +30,10 @@ run: ## Start the service on the embedded store (data in ./data)
 .PHONY: test
 test: ## Run every test: Go, Rego, both stores (FILTER=regexp runs a subset)
 	$(GO) test $(RACE) -pgo=off -count=1 -run '$(FILTER)' ./...
+
+.PHONY: stress
+stress: ## Run make test STRESS_RUNS times (default 5) on a loaded machine; list every failed test
+	STRESS_RUNS=$(STRESS_RUNS) GO=$(GO) MAKE=$(MAKE) .ci/stress
 
 .PHONY: bench
 bench: build ## Go benchmarks, then Grantry vs OPA vs bare net/http over HTTP (BENCH_DURATION a run)
