@@ -31,6 +31,7 @@ type fixture struct {
 	srv   *api.Server
 	store storage.Store
 	clock *clock
+	cfg   api.Config // what srv was made with
 }
 
 // clock is a settable time source, so tests can see timestamps move.
@@ -56,7 +57,7 @@ type fixtureOption func(*api.Config)
 func newFixture(tb testing.TB, opts ...fixtureOption) *fixture {
 	tb.Helper()
 	ctx := context.Background()
-	store := bolttest.Open(tb)
+	store := bolttest.OpenNoSync(tb)
 	engine, err := policy.New(ctx, policy.Embedded())
 	if err != nil {
 		tb.Fatal(err)
@@ -66,7 +67,20 @@ func newFixture(tb testing.TB, opts ...fixtureOption) *fixture {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &fixture{tb: tb, srv: api.New(cfg), store: store, clock: clk}
+	return &fixture{tb: tb, srv: api.New(cfg), store: store, clock: clk, cfg: cfg}
+}
+
+// replica returns a second server on f's store and clock, made as f's was and then changed by
+// opts: another replica of the service, or the same one with settings that would get in the
+// way of preparing the store through f (a request timeout that a commit on a loaded machine
+// may exceed).
+func (f *fixture) replica(opts ...fixtureOption) *fixture {
+	f.tb.Helper()
+	cfg := f.cfg
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return &fixture{tb: f.tb, srv: api.New(cfg), store: f.store, clock: f.clock, cfg: cfg}
 }
 
 // response is what a request got back.

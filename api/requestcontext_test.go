@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -13,7 +14,9 @@ import (
 )
 
 // TestRequestContextActsAsWithDeadline holds requestContext with a deadline to what
-// context.WithDeadline does, with Done asked for before and after the event or never.
+// context.WithDeadline does, with Done asked for before and after the event or never. Each case
+// runs on synctest's clock, so that "after the deadline" and "still open a while later" do not
+// depend on how soon a busy machine runs the context's timer.
 func TestRequestContextActsAsWithDeadline(t *testing.T) {
 	type key struct{}
 	const soon = 30 * time.Millisecond
@@ -31,44 +34,46 @@ func TestRequestContextActsAsWithDeadline(t *testing.T) {
 	for _, tc := range tests {
 		for _, doneFirst := range []bool{false, true} {
 			t.Run(tc.name, func(t *testing.T) {
-				parent, parentCancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
-				defer parentCancel()
-				deadline := time.Now().Add(tc.timeout)
-				ctx := &requestContext{Context: parent, deadline: deadline}
-				defer ctx.cancel()
-				afterFunc := make(chan struct{})
-				if doneFirst {
-					_ = ctx.Done()
-					context.AfterFunc(ctx, func() { close(afterFunc) })
-				}
-				tc.event(parentCancel, ctx.cancel)
+				synctest.Test(t, func(t *testing.T) {
+					parent, parentCancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+					defer parentCancel()
+					deadline := time.Now().Add(tc.timeout)
+					ctx := &requestContext{Context: parent, deadline: deadline}
+					defer ctx.cancel()
+					afterFunc := make(chan struct{})
+					if doneFirst {
+						_ = ctx.Done()
+						context.AfterFunc(ctx, func() { close(afterFunc) })
+					}
+					tc.event(parentCancel, ctx.cancel)
 
-				if err := ctx.Err(); !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
-					t.Errorf("Err() = %v, want %v", err, tc.wantErr)
-				}
-				if d, ok := ctx.Deadline(); !ok || !d.Equal(deadline) {
-					t.Errorf("Deadline() = %v, %v; want %v, true", d, ok, deadline)
-				}
-				if ctx.Value(key{}) != "v" {
-					t.Error("the parent's values are lost")
-				}
-				select {
-				case <-ctx.Done():
-					if tc.wantErr == nil {
-						t.Error("Done is closed while the context runs")
+					if err := ctx.Err(); !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+						t.Errorf("Err() = %v, want %v", err, tc.wantErr)
 					}
-				case <-time.After(soon):
-					if tc.wantErr != nil {
-						t.Errorf("Done is still open after %v", tc.wantErr)
+					if d, ok := ctx.Deadline(); !ok || !d.Equal(deadline) {
+						t.Errorf("Deadline() = %v, %v; want %v, true", d, ok, deadline)
 					}
-				}
-				if doneFirst && tc.wantErr != nil {
+					if ctx.Value(key{}) != "v" {
+						t.Error("the parent's values are lost")
+					}
 					select {
-					case <-afterFunc:
-					case <-time.After(time.Second):
-						t.Error("context.AfterFunc did not run")
+					case <-ctx.Done():
+						if tc.wantErr == nil {
+							t.Error("Done is closed while the context runs")
+						}
+					case <-time.After(soon):
+						if tc.wantErr != nil {
+							t.Errorf("Done is still open after %v", tc.wantErr)
+						}
 					}
-				}
+					if doneFirst && tc.wantErr != nil {
+						select {
+						case <-afterFunc:
+						case <-time.After(time.Second):
+							t.Error("context.AfterFunc did not run")
+						}
+					}
+				})
 			})
 		}
 	}

@@ -157,7 +157,8 @@ func TestDeadlineStopsEvaluation(t *testing.T) {
 		if got || err == nil {
 			t.Errorf("%s = %v, %v; want false and an error", name, got, err)
 		}
-		if elapsed := time.Since(start); elapsed > 5*time.Second {
+		// Run to its end, the policy would take minutes; the bound leaves a loaded machine room.
+		if elapsed := time.Since(start); elapsed > 30*time.Second {
 			t.Errorf("%s stopped after %v, long after its deadline", name, elapsed)
 		}
 	}

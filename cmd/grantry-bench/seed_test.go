@@ -117,8 +117,8 @@ func TestLoadAgainstGrantry(t *testing.T) {
 	}{
 		{targetGrantry, 300 * time.Millisecond},
 		// A write waits for its commit's fsync, which the disk of a CI machine running every
-		// package's tests at once has held past 300 ms: no write ended in that window once.
-		{targetWrites, 2 * time.Second},
+		// package's tests at once has held past 300 ms; measureSome then measures longer.
+		{targetWrites, 300 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.target, func(t *testing.T) {
@@ -127,10 +127,7 @@ func TestLoadAgainstGrantry(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := &generator{target: tg, addr: srv.Listener.Addr().String(), key: s.key, conns: 4}
-			res, err := g.measure(t.Context(), 0, tc.window, 0, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := measureSome(t, g, tc.window)
 			if res.Requests == 0 || res.Mismatches != 0 || res.Errors != 0 {
 				t.Errorf("%d requests, %d wrong, %d errors (first: %s); want some, all right", res.Requests, res.Mismatches, res.Errors, res.FirstError)
 			}
@@ -169,10 +166,7 @@ func TestLoadCountsWrongAnswers(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := &generator{target: tg, addr: srv.Listener.Addr().String(), key: tc.key, conns: 2}
-			res, err := g.measure(t.Context(), 0, 200*time.Millisecond, 0, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			res := measureSome(t, g, 200*time.Millisecond)
 			if got := res.Mismatches > 0 && res.Mismatches == res.Requests; got != tc.wantWrong {
 				t.Errorf("%d of %d answers counted wrong; want all: %v", res.Mismatches, res.Requests, tc.wantWrong)
 			}
@@ -227,5 +221,23 @@ func TestOPAAnswersTheWorkload(t *testing.T) {
 	}
 	if granted == 0 || granted == 500 {
 		t.Errorf("%d of 500 checks granted; the test needs both answers", granted)
+	}
+}
+
+// measureSome measures g for window, and again for twice as long while no exchange was answered
+// within it: only answers that arrive within the window count, and a machine busy with other
+// work may answer none in a short one.
+func measureSome(t *testing.T, g *generator, window time.Duration) loadResult {
+	t.Helper()
+	for {
+		res, err := g.measure(t.Context(), 0, window, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Requests+res.Errors > 0 || window >= time.Minute {
+			return res
+		}
+		t.Logf("no answer within %s; measuring again for twice as long", window)
+		window *= 2
 	}
 }

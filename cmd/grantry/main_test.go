@@ -61,7 +61,7 @@ func startServer(t *testing.T, env map[string]string) (string, *syncBuffer, func
 		done <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, &bytes.Buffer{}, stderr)
 	}()
 	stop := sync.OnceValue(func() error { cancel(); return <-done })
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if m := listeningRE.FindStringSubmatch(stderr.String()); m != nil {
 			t.Cleanup(func() { stop() })

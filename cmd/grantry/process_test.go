@@ -258,10 +258,17 @@ func TestSIGTERMDrainsInFlightRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(time.Minute)) // a server that never answers fails the test
 	body := `{"user_id":"` + users[0] + `","svc_id":"` + models[0] + `"}`
 	half := len(body) / 2
-	fmt.Fprintf(conn, "POST /provisions/add_to_user HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer boot-key\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body[:half])
-	time.Sleep(100 * time.Millisecond) // so that the server has read the headers: the request is in flight
+	fmt.Fprintf(conn, "POST /provisions/add_to_user HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer boot-key\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", addr, len(body))
+	// The server says 100 Continue when the handler starts to read the body: the request is
+	// then in flight, however long a loaded machine took to get there.
+	answers := bufio.NewReader(conn)
+	if interim, err := http.ReadResponse(answers, nil); err != nil || interim.StatusCode != http.StatusContinue {
+		t.Fatalf("before the body: %v, %v; want 100 Continue", interim, err)
+	}
+	io.WriteString(conn, body[:half])
 
 	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -282,7 +289,7 @@ func TestSIGTERMDrainsInFlightRequest(t *testing.T) {
 	if _, err := io.WriteString(conn, body[half:]); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	resp, err := http.ReadResponse(answers, nil)
 	if err != nil {
 		t.Fatalf("reading the answer to the in-flight request: %v", err)
 	}

@@ -37,7 +37,7 @@ func actorCtx(tb testing.TB) context.Context {
 // bob, with ada granted the model; and the number of events that set-up recorded.
 func seeded(tb testing.TB) (*audit.Store, int) {
 	tb.Helper()
-	return seededOn(tb, bolttest.Open(tb))
+	return seededOn(tb, bolttest.OpenNoSync(tb))
 }
 
 // seededOn is seeded on the store inner.

@@ -92,7 +92,7 @@ func (s *Store) WatchChanges(ctx context.Context, changed func(orgID string), sy
 // pollRevisions reads every revision, calls changed (if not nil) for each that differs from
 // seen, and records it in seen.
 func (s *Store) pollRevisions(ctx context.Context, seen map[string]string, changed func(string)) error {
-	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.pollTimeout)
 	defer cancel()
 	cur, err := s.db.Collection(colRevisions).Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "rev", Value: 1}}))
 	if err != nil {

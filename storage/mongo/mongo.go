@@ -50,6 +50,10 @@ type Store struct {
 	authIntegrations *mongo.Collection
 	users            *mongo.Collection
 	grants           *mongo.Collection
+
+	// pollTimeout bounds one read of WatchChanges' polls: pollTimeout, or longer in tests that
+	// run on a loaded machine and count a read that fails as a bug.
+	pollTimeout time.Duration
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -81,6 +85,7 @@ func Open(ctx context.Context, uri, database string) (*Store, error) {
 		authIntegrations: db.Collection(colAuthIntegrations),
 		users:            db.Collection(colUsers),
 		grants:           db.Collection(colGrants),
+		pollTimeout:      pollTimeout,
 	}
 	if err := s.Ping(ctx); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
