@@ -157,7 +157,8 @@ func TestFamilyIsFormatted(t *testing.T) {
 var memoLine = regexp.MustCompile(`^# memo: (bounded|unbounded \(.+\))$`)
 
 // TestFamilyMemoLines: each family policy's authz.rego opens with a comment block that holds
-// exactly one memo line, well formed, so that the analysis's property test can read it.
+// exactly one memo line, well formed, and the analysis of what the policy reads (policy.Reads)
+// finds what it says of both rules.
 func TestFamilyMemoLines(t *testing.T) {
 	for _, f := range policyFolders(t, familyDir) {
 		t.Run(f.name, func(t *testing.T) {
@@ -187,7 +188,17 @@ func TestFamilyMemoLines(t *testing.T) {
 				}
 			}
 			if len(memos) != 1 {
-				t.Errorf("authz.rego has %d memo lines, want exactly one: %q", len(memos), memos)
+				t.Fatalf("authz.rego has %d memo lines, want exactly one: %q", len(memos), memos)
+			}
+			e, err := policy.New(context.Background(), loadFolder(t, f.dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := memos[0] == "# memo: bounded"
+			for _, all := range []bool{false, true} {
+				if r := e.Reads(all); r.Bounded() != want {
+					t.Errorf("all=%v: the analysis finds Bounded() = %v (%s), the policy says %q\n%s", all, r.Bounded(), r.Why(), memos[0], r)
+				}
 			}
 		})
 	}
