@@ -59,6 +59,7 @@ type Store interface {
 	ChangeFeed
 	AccessStore
 	APIKeyLister
+	FactsScanner
 }
 
 // OrgStore keeps organizations and their API keys. These methods are not scoped to an
