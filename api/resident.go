@@ -32,8 +32,8 @@ import (
 // a grant of it yet. Once writes have dropped enough (worn), it is read in again whole
 // (Server.KeepResident), the old one answering meanwhile.
 type residentIndex struct {
-	source    storage.HoldingsScanner // what readIn reads
-	maxGrants int                     // the most grants, and users, readIn keeps
+	source    storage.FactsScanner // what readIn reads
+	maxGrants int                  // the most grants, and users, readIn keeps
 
 	mu   sync.RWMutex
 	orgs map[string]*residentOrg
@@ -96,7 +96,7 @@ type residentGroup struct {
 	id, name string
 }
 
-func newResidentIndex(source storage.HoldingsScanner, maxGrants int) *residentIndex {
+func newResidentIndex(source storage.FactsScanner, maxGrants int) *residentIndex {
 	return &residentIndex{source: source, maxGrants: maxGrants, orgs: map[string]*residentOrg{}, seed: maphash.MakeSeed()}
 }
 
@@ -210,7 +210,7 @@ func (r *residentIndex) scan(ctx context.Context) (map[string]*residentOrg, Resi
 		}
 		return false
 	}
-	err := r.source.ScanGroupHoldings(ctx, func(g storage.ScannedGroup) error {
+	err := r.source.ScanGroups(ctx, func(g storage.ScannedGroup) error {
 		if full(len(g.Grants)) {
 			return errResidentFull
 		}
@@ -223,7 +223,7 @@ func (r *residentIndex) scan(ctx context.Context) (map[string]*residentOrg, Resi
 		return nil
 	})
 	if err == nil {
-		err = r.source.ScanHoldings(ctx, func(u storage.ScannedUser) error {
+		err = r.source.ScanUsers(ctx, func(u storage.ScannedUser) error {
 			if full(len(u.Grants)) {
 				return errResidentFull
 			}
@@ -322,7 +322,7 @@ func (o *residentOrg) add(seed maphash.Seed, u storage.ScannedUser, scratch *[]r
 	for _, g := range u.Groups {
 		o.memberOf = append(o.memberOf, o.groups[g].id)
 	}
-	o.shard(seed, u.UserID).users[u.UserID] = ru
+	o.shard(seed, u.ID).users[u.ID] = ru
 	return true
 }
 

@@ -9,14 +9,14 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// scanFunc is a storage.HoldingsScanner of users made of a function, with no groups.
+// scanFunc is a storage.FactsScanner of users made of a function, with no groups.
 type scanFunc func(ctx context.Context, fn func(storage.ScannedUser) error) error
 
-func (f scanFunc) ScanHoldings(ctx context.Context, fn func(storage.ScannedUser) error) error {
+func (f scanFunc) ScanUsers(ctx context.Context, fn func(storage.ScannedUser) error) error {
 	return f(ctx, fn)
 }
 
-func (f scanFunc) ScanGroupHoldings(context.Context, func(storage.ScannedGroup) error) error {
+func (f scanFunc) ScanGroups(context.Context, func(storage.ScannedGroup) error) error {
 	return nil
 }
 
@@ -28,7 +28,7 @@ func TestResidentIndexWearsOut(t *testing.T) {
 	users := func(org string, n int) []storage.ScannedUser {
 		var out []storage.ScannedUser
 		for i := range n {
-			out = append(out, storage.ScannedUser{OrgID: org, UserID: fmt.Sprintf("u%02d", i), Active: true,
+			out = append(out, storage.ScannedUser{User: storage.User{OrgID: org, ID: fmt.Sprintf("u%02d", i), Active: true},
 				Grants: []storage.ScannedGrant{{ResourceID: "r1"}}})
 		}
 		return out
@@ -92,13 +92,13 @@ func TestResidentIndexWearsOut(t *testing.T) {
 	}
 }
 
-// groupsAndUsers is a storage.HoldingsScanner of fixed groups and users.
+// groupsAndUsers is a storage.FactsScanner of fixed groups and users.
 type groupsAndUsers struct {
 	groups []storage.ScannedGroup
 	users  []storage.ScannedUser
 }
 
-func (s groupsAndUsers) ScanGroupHoldings(ctx context.Context, fn func(storage.ScannedGroup) error) error {
+func (s groupsAndUsers) ScanGroups(ctx context.Context, fn func(storage.ScannedGroup) error) error {
 	for _, g := range s.groups {
 		if err := fn(g); err != nil {
 			return err
@@ -107,7 +107,7 @@ func (s groupsAndUsers) ScanGroupHoldings(ctx context.Context, fn func(storage.S
 	return nil
 }
 
-func (s groupsAndUsers) ScanHoldings(ctx context.Context, fn func(storage.ScannedUser) error) error {
+func (s groupsAndUsers) ScanUsers(ctx context.Context, fn func(storage.ScannedUser) error) error {
 	for _, u := range s.users {
 		if err := fn(u); err != nil {
 			return err
@@ -127,9 +127,9 @@ func TestResidentUserOfAGroupNotReadIn(t *testing.T) {
 			{OrgID: "o1", GroupID: "odd", DisplayName: "Odd", Grants: []storage.ScannedGrant{{ResourceID: "r2", ExpiresAt: odd}}},
 		},
 		users: []storage.ScannedUser{
-			{OrgID: "o1", UserID: "ada", Active: true, Groups: []string{"eng"}},
-			{OrgID: "o1", UserID: "bob", Active: true, Groups: []string{"eng", "new"}},
-			{OrgID: "o1", UserID: "carl", Active: true, Groups: []string{"odd"}},
+			{User: storage.User{OrgID: "o1", ID: "ada", Active: true}, Groups: []string{"eng"}},
+			{User: storage.User{OrgID: "o1", ID: "bob", Active: true}, Groups: []string{"eng", "new"}},
+			{User: storage.User{OrgID: "o1", ID: "carl", Active: true}, Groups: []string{"odd"}},
 		},
 	}, 1000)
 	read, err := r.readIn(context.Background())

@@ -22,7 +22,7 @@ type readsCounted struct {
 	storage.Store
 	mu   sync.Mutex
 	read [][2]string // the organization and user of each read
-	// scanned, when set, is called once ScanHoldings has read every user, before it returns.
+	// scanned, when set, is called once ScanUsers has read every user, before it returns.
 	scanned func()
 	// resourcesFail, when set, is what reading resources fails with.
 	resourcesFail error
@@ -64,12 +64,8 @@ func (s *readsCounted) AskedGrants(ctx context.Context, orgID, userID string, id
 	return s.Store.AskedGrants(ctx, orgID, userID, ids)
 }
 
-func (s *readsCounted) ScanGroupHoldings(ctx context.Context, fn func(storage.ScannedGroup) error) error {
-	return s.Store.(storage.HoldingsScanner).ScanGroupHoldings(ctx, fn)
-}
-
-func (s *readsCounted) ScanHoldings(ctx context.Context, fn func(storage.ScannedUser) error) error {
-	err := s.Store.(storage.HoldingsScanner).ScanHoldings(ctx, fn)
+func (s *readsCounted) ScanUsers(ctx context.Context, fn func(storage.ScannedUser) error) error {
+	err := s.Store.ScanUsers(ctx, fn)
 	if s.scanned != nil {
 		s.scanned()
 	}

@@ -52,8 +52,8 @@ type Config struct {
 	// (cache.go); 0 means DefaultCacheEntries, and a negative number keeps none.
 	CacheEntries int
 	// ResidentGrants is how many grants ReadIn may keep in memory (resident.go); 0 or less
-	// keeps none. It takes effect only with a cache, and a store that is not shared and can
-	// read every user's and group's grants in one pass (storage.HoldingsScanner: the embedded store).
+	// keeps none. It takes effect only with a cache, and a store that is not shared: the
+	// index is read in through storage.FactsScanner and kept fresh only by this process's writes.
 	ResidentGrants int
 	// SharedStore says that other processes may change the store (MongoDB). The cache is then
 	// used only within maxStaleness of the last Synced, the store's change feed saying it has
@@ -133,8 +133,8 @@ func New(cfg Config) *Server {
 	}
 	if entries > 0 {
 		s.cache = newAccessCache[*policy.User](entries)
-		if sc, ok := cfg.Store.(storage.HoldingsScanner); ok && cfg.ResidentGrants > 0 && !cfg.SharedStore {
-			s.cache.resident = newResidentIndex(sc, cfg.ResidentGrants)
+		if cfg.ResidentGrants > 0 && !cfg.SharedStore {
+			s.cache.resident = newResidentIndex(cfg.Store, cfg.ResidentGrants)
 			s.warming.Store(true)
 		}
 	}

@@ -189,34 +189,39 @@ func Expired(expiresAt, now time.Time) bool {
 	return !expiresAt.IsZero() && !expiresAt.After(now)
 }
 
-// HoldingsScanner is a store that can read every user's and every group's holdings in one
-// pass each: the embedded store, whose check path keeps them in memory (api's resident index).
-type HoldingsScanner interface {
-	// ScanHoldings calls fn with every user of every organization, in the order of their
-	// organization's and their ids, all read at one moment. fn must not keep u.Grants or
-	// u.Groups, which the next call reuses. An error of fn stops the scan and is returned.
-	ScanHoldings(ctx context.Context, fn func(u ScannedUser) error) error
-	// ScanGroupHoldings is ScanHoldings for groups: every group of every organization with
-	// its grants, all read at one moment (not necessarily ScanHoldings's).
-	ScanGroupHoldings(ctx context.Context, fn func(g ScannedGroup) error) error
+// FactsScanner reads every user and every group of every organization with their grants, a
+// pass each: what the decision engine reads into memory at start. Both stores implement it.
+//
+// What "read at one moment" means differs by store. The embedded store reads each scan in one
+// read transaction: ScanUsers sees every user, grant and membership as they were at one
+// moment, and ScanGroups every group and group grant at another. MongoDB has no such read
+// across collections (its transactions need a replica set, and FerretDB has none): it streams
+// users, grants and memberships with cursors of their own, each of which sees some of the
+// writes made while it runs, so a scan is not a snapshot, and a user written during the scan
+// may be read with part of that write. A caller that must not miss a write starts following
+// the change feed (ChangeFeed) before it scans, and drops what a change it reports touched.
+type FactsScanner interface {
+	// ScanUsers calls fn with every user of every organization, ordered by organization id
+	// then user id, each with the ids of the groups they are a member of (sorted) and their
+	// own grants, live or expired, ordered by resource id. fn must not keep u.Groups or
+	// u.Grants, which the next call may reuse. An error of fn stops the scan and is returned.
+	ScanUsers(ctx context.Context, fn func(u ScannedUser) error) error
+	// ScanGroups calls fn with every group of every organization, plain and of every
+	// integration, ordered by organization id then group id, with its grants (as above).
+	ScanGroups(ctx context.Context, fn func(g ScannedGroup) error) error
 }
 
-// ScannedUser is what ScanHoldings reads of one user.
+// ScannedUser is what ScanUsers reads of one user.
 type ScannedUser struct {
-	OrgID, UserID string
-	Active        bool
-	// Groups is the ids of the groups the user is a member of, in UserGroups' order (by id).
-	Groups []string
-	// Grants is the user's own grants, live or expired, in the order of their resources' ids.
+	User            // the user's record, exactly as GetUser returns it
+	Groups []string // ids of the user's groups, sorted
 	Grants []ScannedGrant
 }
 
-// ScannedGroup is what ScanGroupHoldings reads of one group: what the policy reads of it.
+// ScannedGroup is what ScanGroups reads of one group.
 type ScannedGroup struct {
-	OrgID, GroupID string
-	DisplayName    string
-	// Grants is the group's grants, live or expired, in the order of their resources' ids.
-	Grants []ScannedGrant
+	OrgID, GroupID, DisplayName string
+	Grants                      []ScannedGrant
 }
 
 // ScannedGrant is one of a user's or a group's grants: its resource, and when it expires (zero: never).

@@ -60,6 +60,7 @@ type Store interface {
 	ChangeFeed
 	AccessStore
 	APIKeyLister
+	FactsScanner
 }
 
 // OrgStore keeps organizations and their API keys. These methods are not scoped to an

@@ -418,22 +418,3 @@ func snapshot(v any) json.RawMessage {
 func timestamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
 
 const timestampLayout = "2006-01-02T15:04:05.000Z"
-
-// ScanHoldings reads through to the wrapped store's, for a store that has it
-// (storage.HoldingsScanner); for any other it fails with errors.ErrUnsupported.
-func (s *Store) ScanHoldings(ctx context.Context, fn func(u storage.ScannedUser) error) error {
-	sc, ok := s.Store.(storage.HoldingsScanner)
-	if !ok {
-		return fmt.Errorf("scan holdings: %w", errors.ErrUnsupported)
-	}
-	return sc.ScanHoldings(ctx, fn)
-}
-
-// ScanGroupHoldings is ScanHoldings for groups.
-func (s *Store) ScanGroupHoldings(ctx context.Context, fn func(g storage.ScannedGroup) error) error {
-	sc, ok := s.Store.(storage.HoldingsScanner)
-	if !ok {
-		return fmt.Errorf("scan group holdings: %w", errors.ErrUnsupported)
-	}
-	return sc.ScanGroupHoldings(ctx, fn)
-}

@@ -41,6 +41,8 @@ type Loader struct {
 	grants       []storage.Grant
 }
 
+var _ storage.Loader = (*Loader)(nil)
+
 // NewLoader returns a Loader that commits every batch records; batch ≤ 0 means
 // DefaultLoadBatch.
 func (s *Store) NewLoader(batch int) *Loader {
@@ -63,7 +65,8 @@ func (l *Loader) AddResource(ctx context.Context, r storage.Resource) error {
 }
 
 // AddUser queues a user. Its IntegrationID must name an integration added before it or already
-// stored; the user is indexed by its email within that integration, as ImportUsers would.
+// stored; the user is indexed by its email within that integration, as ImportUsers would, and
+// by its ExternalID when it has one, as CreateUser would.
 func (l *Loader) AddUser(ctx context.Context, u storage.User) error {
 	l.users = append(l.users, u)
 	return l.flushIfFull(ctx)
@@ -139,18 +142,18 @@ func loadResources(tx *bbolt.Tx, rs []storage.Resource) error {
 }
 
 func loadUsers(tx *bbolt.Tx, us []storage.User) error {
-	users, emails := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails)
+	users, emails, externalIDs := tx.Bucket(bucketUsers), tx.Bucket(bucketUserEmails), tx.Bucket(bucketUserExternalIDs)
 	users.FillPercent, emails.FillPercent = loadFillPercent, loadFillPercent
 	for _, u := range us {
 		if err := emails.Put(emailKey(u.OrgID, u.IntegrationID, u.Email), []byte(u.ID)); err != nil {
 			return err
 		}
-		err := put(users, key(u.OrgID, u.ID), userRecord{
-			OrgID: u.OrgID, ID: u.ID, Email: u.Email, First: u.First, Last: u.Last, Active: u.Active,
-			IntegrationID: u.IntegrationID, IntegrationName: u.IntegrationName,
-			ImportedAt: millis(u.ImportedAt), ModifiedAt: millis(u.ModifiedAt),
-		})
-		if err != nil {
+		if u.ExternalID != "" {
+			if err := externalIDs.Put(externalIDKey(u.OrgID, u.IntegrationID, u.ExternalID, u.ID), []byte(u.ID)); err != nil {
+				return err
+			}
+		}
+		if err := put(users, key(u.OrgID, u.ID), newUserRecord(u)); err != nil {
 			return err
 		}
 	}

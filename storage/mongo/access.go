@@ -129,10 +129,7 @@ func (s *Store) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, 
 	if err := s.resourceExists(ctx, g.OrgID, g.ResourceID); err != nil {
 		return nil, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)
 	}
-	doc := grantDoc{
-		Key: key(g.OrgID, g.UserID, g.ResourceID), OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID,
-		CreatedAt: g.CreatedAt, ExpiresAt: expiryPtr(g.ExpiresAt),
-	}
+	doc := newGrantDoc(g)
 	old, err := setExpiring(ctx, s.grants, doc.Key, g.OrgID, doc, g.ExpiresAt)
 	if err != nil {
 		return nil, fmt.Errorf("grant %s to %s: %w", g.ResourceID, g.UserID, err)

@@ -34,10 +34,8 @@ func (d authIntegrationDoc) record() storage.AuthIntegration {
 	}
 }
 
-// CreateAuthIntegration stores a new integration; a taken id or name fails the insert with
-// ErrConflict.
-func (s *Store) CreateAuthIntegration(ctx context.Context, a storage.AuthIntegration) error {
-	doc := authIntegrationDoc{
+func newAuthIntegrationDoc(a storage.AuthIntegration) authIntegrationDoc {
+	return authIntegrationDoc{
 		Key:       key(a.OrgID, a.ID),
 		OrgID:     a.OrgID,
 		ID:        a.ID,
@@ -46,7 +44,12 @@ func (s *Store) CreateAuthIntegration(ctx context.Context, a storage.AuthIntegra
 		Type:      a.Type,
 		CreatedAt: a.CreatedAt,
 	}
-	if _, err := s.authIntegrations.InsertOne(ctx, doc); err != nil {
+}
+
+// CreateAuthIntegration stores a new integration; a taken id or name fails the insert with
+// ErrConflict.
+func (s *Store) CreateAuthIntegration(ctx context.Context, a storage.AuthIntegration) error {
+	if _, err := s.authIntegrations.InsertOne(ctx, newAuthIntegrationDoc(a)); err != nil {
 		return fmt.Errorf("create auth integration %s: %w", a.ID, mapErr(err))
 	}
 	return nil

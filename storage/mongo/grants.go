@@ -23,6 +23,13 @@ type grantDoc struct {
 	ExpiresAt *time.Time `bson:"expires_at,omitempty"`
 }
 
+func newGrantDoc(g storage.Grant) grantDoc {
+	return grantDoc{
+		Key: key(g.OrgID, g.UserID, g.ResourceID), OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID,
+		CreatedAt: g.CreatedAt, ExpiresAt: expiryPtr(g.ExpiresAt),
+	}
+}
+
 func (d grantDoc) record() storage.Grant {
 	return storage.Grant{
 		OrgID:      d.OrgID,

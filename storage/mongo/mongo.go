@@ -3,7 +3,8 @@
 // It uses only operations that MongoDB and FerretDB v1 both implement correctly (see the
 // "Stores" section of the contract): inserts guarded by unique indexes, point reads and
 // $set by _id, and finds and deletes by equality (plus $in on _id and on the users' email key)
-// with sort and limit. Records that belong to an organization get a composite string _id that
+// with sort and limit; ScanUsers reads group memberships with an aggregation that only unwinds
+// and sorts. Records that belong to an organization get a composite string _id that
 // starts with the organization's id, so uniqueness within an organization and point access come
 // from the primary key, and every document also carries org_id, which every query filters on.
 package mongo
@@ -141,6 +142,7 @@ var indexes = map[string][]index{
 		{keys: []string{"org_id", "imported_at", "id"}},
 		{keys: []string{"org_id", "integration_id", "id"}},
 		{keys: []string{"org_id", "integration_id", "external_id"}},
+		{keys: []string{"org_id", "id"}}, // ScanUsers
 	},
 	colGrants: {
 		{keys: []string{"org_id", "user_id", "created_at", "resource_id"}},
@@ -163,6 +165,7 @@ var indexes = map[string][]index{
 		{keys: []string{"org_id", "integration_id", "id"}},
 		{keys: []string{"org_id", "members"}},
 		{keys: []string{"org_id", "created_at", "id"}},
+		{keys: []string{"org_id", "id"}}, // ScanGroups
 	},
 }
 
@@ -303,6 +306,20 @@ func key(parts ...string) string {
 }
 
 var keyEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
+
+// splitKey returns the parts that key joined into k; ok is false if k is not such a key.
+func splitKey(k string) (parts []string, ok bool) {
+	parts = strings.Split(k, "/")
+	if !strings.Contains(k, "%") {
+		return parts, true
+	}
+	for i, p := range parts {
+		parts[i] = keyUnescaper.Replace(p)
+	}
+	return parts, key(parts...) == k
+}
+
+var keyUnescaper = strings.NewReplacer("%25", "%", "%2F", "/")
 
 // inChunk bounds how many values one $in query carries, keeping each command far below the
 // 16 MiB message limit whatever the ids look like.

@@ -2,10 +2,8 @@ package storagetest
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +21,7 @@ func testAccess(t *testing.T, open opener) {
 	t.Run("ListAPIKeys", func(t *testing.T) { testListAPIKeys(t, open) })
 	t.Run("IDsThatBeginWithAnother", func(t *testing.T) { testIDsThatBeginWithAnother(t, open) })
 	t.Run("UserFactsAndAskedGrants", func(t *testing.T) { testAskedGrants(t, open) })
-	t.Run("ScanHoldings", func(t *testing.T) { testScanHoldings(t, open) })
+	t.Run("FactsScanner", func(t *testing.T) { testFactsScanner(t, open) })
 }
 
 // testAskedGrants checks AskedGrants against the user's whole lists, filtered to the resources
@@ -151,108 +149,6 @@ func withAskedWorld(t *testing.T, s storage.Store) (many []string) {
 	}
 
 	return many
-}
-
-// testScanHoldings checks, of a store that reads every user's and group's holdings in one
-// pass each (storage.HoldingsScanner), that it reads every user once, in the order of
-// organization and id, each as each part's method reads them (UserFactsOf), and every group
-// once, in the same order, as ListGroups and GroupGrants read them. Other stores skip it.
-func testScanHoldings(t *testing.T, open opener) {
-	s := open(t)
-	sc, ok := s.(storage.HoldingsScanner)
-	if !ok {
-		t.Skip("the store has no ScanHoldings")
-	}
-	ctx := t.Context()
-	withAskedWorld(t, s)
-	expiring := groupGrant("g-2", 1, 5)
-	expiring.ExpiresAt = at(60)
-	setGroupGrant(t, s, expiring)
-	noErr(t, "CreateGroup(g-4)", s.CreateGroup(ctx, plainGroup("g-4", "Empty", 1))) // no grants, no members
-	noErr(t, "CreateGroup(g-0 of org-2)", s.CreateGroup(ctx, storage.Group{OrgID: "org-2", ID: "g-0", DisplayName: "Other", Members: []string{"u-9"}, CreatedAt: at(1), ModifiedAt: at(1)}))
-	testScanGroupHoldings(t, s, sc)
-	var want []string
-	for _, org := range []string{"org-1", "org-2"} {
-		users, err := s.ListUsers(ctx, org)
-		noErr(t, "ListUsers", err)
-		for _, u := range users {
-			want = append(want, org+"/"+u.ID)
-		}
-	}
-	var got []string
-	err := sc.ScanHoldings(ctx, func(u storage.ScannedUser) error {
-		got = append(got, u.OrgID+"/"+u.UserID)
-		f, err := storage.UserFactsOf(ctx, s, u.OrgID, u.UserID)
-		noErr(t, "UserFactsOf", err)
-		grants := []storage.ScannedGrant{}
-		for _, g := range f.Grants {
-			grants = append(grants, storage.ScannedGrant{ResourceID: g.ResourceID, ExpiresAt: g.ExpiresAt})
-		}
-		slices.SortFunc(grants, func(a, b storage.ScannedGrant) int { return strings.Compare(a.ResourceID, b.ResourceID) })
-		wantUser := storage.ScannedUser{OrgID: u.OrgID, UserID: u.UserID, Active: f.User.Active, Groups: storage.GroupIDs(f.Groups), Grants: grants}
-		diff(t, fmt.Sprintf("ScanHoldings: user %q of %s", u.UserID, u.OrgID), wantUser, u, equateEmpty)
-		return nil
-	})
-	noErr(t, "ScanHoldings", err)
-	slices.Sort(want)
-	if !slices.IsSorted(got) || !slices.Equal(got, want) {
-		t.Errorf("ScanHoldings read users %q, want each of %q once, in order", got, want)
-	}
-	if len(want) != 7 {
-		t.Errorf("only %d users to scan: the world is not the one described", len(want))
-	}
-	stopsAtFnError(t, "ScanHoldings", func(fn func() error) error {
-		return sc.ScanHoldings(ctx, func(storage.ScannedUser) error { return fn() })
-	})
-}
-
-// stopsAtFnError checks that scan, given an fn that fails, stops at its first call and returns
-// its error.
-func stopsAtFnError(t *testing.T, name string, scan func(fn func() error) error) {
-	t.Helper()
-	stop := errors.New("stop")
-	calls := 0
-	err := scan(func() error { calls++; return stop })
-	if !errors.Is(err, stop) || calls != 1 {
-		t.Errorf("%s with fn failing = %v after %d calls, want fn's error after 1", name, err, calls)
-	}
-}
-
-// testScanGroupHoldings is testScanHoldings's part for groups.
-func testScanGroupHoldings(t *testing.T, s storage.Store, sc storage.HoldingsScanner) {
-	ctx := t.Context()
-	var want []storage.ScannedGroup
-	for _, org := range []string{"org-1", "org-2"} {
-		groups, err := s.ListGroups(ctx, org)
-		noErr(t, "ListGroups", err)
-		for _, g := range groups {
-			gg, err := s.GroupGrants(ctx, org, []string{g.ID})
-			noErr(t, "GroupGrants", err)
-			sg := storage.ScannedGroup{OrgID: org, GroupID: g.ID, DisplayName: g.DisplayName, Grants: []storage.ScannedGrant{}}
-			for _, r := range gg {
-				sg.Grants = append(sg.Grants, storage.ScannedGrant{ResourceID: r.ResourceID, ExpiresAt: r.ExpiresAt})
-			}
-			slices.SortFunc(sg.Grants, func(a, b storage.ScannedGrant) int { return strings.Compare(a.ResourceID, b.ResourceID) })
-			want = append(want, sg)
-		}
-	}
-	slices.SortFunc(want, func(a, b storage.ScannedGroup) int {
-		return cmp.Or(strings.Compare(a.OrgID, b.OrgID), strings.Compare(a.GroupID, b.GroupID))
-	})
-	var got []storage.ScannedGroup
-	err := sc.ScanGroupHoldings(ctx, func(g storage.ScannedGroup) error {
-		g.Grants = slices.Clone(g.Grants) // the next call reuses them
-		got = append(got, g)
-		return nil
-	})
-	noErr(t, "ScanGroupHoldings", err)
-	diff(t, "ScanGroupHoldings", want, got, equateEmpty)
-	if len(want) != 5 {
-		t.Errorf("%d groups to scan: the world is not the one described", len(want))
-	}
-	stopsAtFnError(t, "ScanGroupHoldings", func(fn func() error) error {
-		return sc.ScanGroupHoldings(ctx, func(storage.ScannedGroup) error { return fn() })
-	})
 }
 
 // testIDsThatBeginWithAnother checks that what belongs to one user or group is never read as

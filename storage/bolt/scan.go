@@ -12,14 +12,14 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// ScanHoldings reads every user with their own grants and their groups' ids in one read
-// transaction: the users in key order, each user's grants and memberships found from the
-// user's key by cursors that only move forward.
-func (s *Store) ScanHoldings(ctx context.Context, fn func(u storage.ScannedUser) error) error {
+// ScanUsers reads every user with their own grants and their groups' ids in one read
+// transaction: the users in key order (organization, then id), each decoded as GetUser decodes
+// it, and each user's grants and memberships found from the user's key by cursors that only
+// move forward.
+func (s *Store) ScanUsers(ctx context.Context, fn func(u storage.ScannedUser) error) error {
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		grants, members := tx.Bucket(bucketGrants).Cursor(), tx.Bucket(bucketGroupsByMember).Cursor()
 		var (
-			parts     []string
 			u         storage.ScannedUser
 			resources = internedIDs{} // a store's grants are of few resources, each of many users
 			groupIDs  = internedIDs{}
@@ -29,17 +29,11 @@ func (s *Store) ScanHoldings(ctx context.Context, fn func(u storage.ScannedUser)
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			ids, ok := splitKey(parts[:0], k)
-			if !ok || len(ids) != 2 {
-				return fmt.Errorf("decode %q: not a key of two ids", k)
-			}
-			var rec struct {
-				Active bool `json:"active"`
-			}
+			var rec userRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return fmt.Errorf("decode %q: %w", k, err)
 			}
-			u = storage.ScannedUser{OrgID: ids[0], UserID: ids[1], Active: rec.Active, Groups: u.Groups[:0], Grants: u.Grants[:0]}
+			u = storage.ScannedUser{User: rec.user(), Groups: u.Groups[:0], Grants: u.Grants[:0]}
 			for mk, _ := members.Seek(k); isUnder(mk, k); mk, _ = members.Next() {
 				id, err := groupIDs.id(mk[len(k):])
 				if err != nil {
@@ -58,15 +52,15 @@ func (s *Store) ScanHoldings(ctx context.Context, fn func(u storage.ScannedUser)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("scan holdings: %w", err)
+		return fmt.Errorf("scan users: %w", err)
 	}
 	return nil
 }
 
-// ScanGroupHoldings reads every group with its grants in one read transaction: the groups in
+// ScanGroups reads every group with its grants in one read transaction: the groups in
 // the order of their organization's and their ids (the group_ids index), each group's grants
 // found by a cursor that only moves forward.
-func (s *Store) ScanGroupHoldings(ctx context.Context, fn func(g storage.ScannedGroup) error) error {
+func (s *Store) ScanGroups(ctx context.Context, fn func(g storage.ScannedGroup) error) error {
 	err := s.view(ctx, func(tx *bbolt.Tx) error {
 		grants := tx.Bucket(bucketGroupGrants).Cursor()
 		var (
@@ -98,7 +92,7 @@ func (s *Store) ScanGroupHoldings(ctx context.Context, fn func(g storage.Scanned
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("scan group holdings: %w", err)
+		return fmt.Errorf("scan groups: %w", err)
 	}
 	return nil
 }
