@@ -13,7 +13,7 @@ import (
 )
 
 func TestAdminAPIOffWithoutToken(t *testing.T) {
-	f := newFixture(t, func(c *api.Config) { c.AdminToken = "" })
+	f := newFixture(t, func(c *fixtureConfig) { c.AdminToken = "" })
 	for _, r := range [][2]string{{"POST", "/admin/orgs"}, {"GET", "/admin/orgs"}, {"POST", "/admin/orgs/x/api_keys"}, {"DELETE", "/admin/api_keys/x"}} {
 		if got := f.do(r[0], r[1], "", nil).Status; got != http.StatusNotFound {
 			t.Errorf("%s %s = %d, want 404 while the admin API is off", r[0], r[1], got)
@@ -80,7 +80,7 @@ func TestAdminAPI(t *testing.T) {
 // the same store within one second.
 func TestRevokedOnAnotherReplica(t *testing.T) {
 	f := newFixture(t)
-	replica := f.replica(func(c *api.Config) { c.Decider = nil })
+	replica := f.replica(func(c *fixtureConfig) { c.decider = func(api.Decider) api.Decider { return nil } })
 	_, key := f.org("acme")
 	replica.must("GET", "/functions/list", key, nil) // now cached on the replica
 	id := decode[struct{ Orgs []struct{ ID string } }](t, f.must("GET", "/admin/orgs", adminToken, nil)).Orgs[0].ID

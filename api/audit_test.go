@@ -20,15 +20,15 @@ import (
 )
 
 // withAudit records every change in the audit trail, as `grantry serve` does.
-func withAudit(c *api.Config) { c.Store = audit.New(c.Store, c.Now, nil) }
+func withAudit(c *fixtureConfig) { c.Engine.Store = audit.New(c.Engine.Store, c.Now, nil) }
 
 // withDecisionLog logs decisions to the store through a decision log configured by cfg and
 // sink (nil: the store, as `grantry serve` does); *dl is set to the log, which the test closes
 // to flush it.
 func withDecisionLog(dl **decisionlog.Log, cfg decisionlog.Config, sink decisionlog.Sink) fixtureOption {
-	return func(c *api.Config) {
+	return func(c *fixtureConfig) {
 		if sink == nil {
-			sink = api.DecisionSink(c.Store)
+			sink = api.DecisionSink(c.Engine.Store)
 		}
 		*dl = decisionlog.New(cfg, sink)
 		c.Decisions = *dl
@@ -525,18 +525,14 @@ func TestAuditQueryValidation(t *testing.T) {
 // and with one writing to the embedded store, as `grantry serve` runs it.
 func BenchmarkCheckDecisionLog(b *testing.B) {
 	f, _, key, resources := benchFixture(b)
-	engine, err := policy.New(b.Context(), policy.Embedded())
-	if err != nil {
-		b.Fatal(err)
-	}
 	body := map[string]any{"user_id": "holds-50", "svc_id": resources[0]}
 	b.Run("off", func(b *testing.B) {
-		f.srv = api.New(api.Config{Store: f.store, Decider: engine})
+		f.srv = api.New(api.Config{Store: f.engine.Store(), Decider: f.engine})
 		serveLoop(b, f, key, "/provisions/can_user_access", body, "true")
 	})
 	b.Run("on", func(b *testing.B) {
 		dl := decisionlog.New(decisionlog.Config{}, api.DecisionSink(f.store))
-		f.srv = api.New(api.Config{Store: f.store, Decider: engine, Decisions: dl})
+		f.srv = api.New(api.Config{Store: f.engine.Store(), Decider: f.engine, Decisions: dl})
 		serveLoop(b, f, key, "/provisions/can_user_access", body, "true")
 		b.StopTimer()
 		flush(b, dl)

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/internal/decisionlog"
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
@@ -150,7 +149,7 @@ func (r *decisionRecorder) Record(e decisionlog.Entry) {
 
 func TestBatch(t *testing.T) {
 	rec := &decisionRecorder{}
-	f := newFixture(t, func(c *api.Config) { c.Decisions = rec })
+	f := newFixture(t, func(c *fixtureConfig) { c.Decisions = rec })
 	_, key := f.org("acme")
 	model, other := f.model(key, "gpt"), f.model(key, "llama")
 	ada := f.user(key, "ada@acme.test")

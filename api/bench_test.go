@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/internal/config"
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
@@ -192,21 +191,21 @@ func (s *sender) send(b *testing.B, n int) {
 // deadline, so that each check reads the user (a first load: only the grant asked about) from
 // the store, or from the resident index, and asks the policy once.
 func BenchmarkCheckNewUser(b *testing.B) {
-	for _, held := range []string{"store", "resident"} {
+	for _, held := range []string{"store", "read-in"} {
 		for _, via := range []string{"own", "group"} {
-			b.Run(held+"/"+via, func(b *testing.B) { benchCheckNewUser(b, held == "resident", via == "group") })
+			b.Run(held+"/"+via, func(b *testing.B) { benchCheckNewUser(b, held == "read-in", via == "group") })
 		}
 	}
 }
 
-// benchCheckNewUser is BenchmarkCheckNewUser's case: users read from the store, or from the
-// resident index (read in first); each asked about a grant of their own, or of the group of
-// 100 they are in (20 groups of 20 grants).
-func benchCheckNewUser(b *testing.B, resident, viaGroup bool) {
+// benchCheckNewUser is BenchmarkCheckNewUser's case: users read from the store (the engine
+// holding 16), or held since a read-in; each asked about a grant of their own, or of the group
+// of 100 they are in (20 groups of 20 grants).
+func benchCheckNewUser(b *testing.B, readIn, viaGroup bool) {
 	const users, grants, groups = 2000, 20, 20
-	opts := []fixtureOption{withRequestTimeout(config.DefaultRequestTimeout), withCacheEntries(16)}
-	if resident {
-		opts = append(opts, func(c *api.Config) { c.ResidentGrants = 1 << 30 })
+	opts := []fixtureOption{withRequestTimeout(config.DefaultRequestTimeout)}
+	if !readIn {
+		opts = append(opts, withMaxUsers(16))
 	}
 	f, org, key, resources := benchFixture(b, opts...)
 	store := f.store.(*bolt.Store)
@@ -246,8 +245,8 @@ func benchCheckNewUser(b *testing.B, resident, viaGroup bool) {
 			}
 		}
 	}
-	if resident {
-		read, err := f.srv.ReadIn(ctx)
+	if readIn {
+		read, err := f.engine.ReadIn(ctx)
 		must(err)
 		if read.Users < users || (viaGroup && read.Groups != groups) {
 			b.Fatalf("read in %+v, want every user and group", read)
@@ -269,8 +268,4 @@ func benchCheckNewUser(b *testing.B, resident, viaGroup bool) {
 			b.Fatalf("check %d = %d %s, want 200 true", i, rec.Code, rec.Body)
 		}
 	}
-}
-
-func withCacheEntries(n int) fixtureOption {
-	return func(c *api.Config) { c.CacheEntries = n }
 }

@@ -70,7 +70,6 @@ func (s *Server) writeError(c *gin.Context, err error) {
 		c.Header("Retry-After", retryAfterSeconds)
 		if isStoreError(err) {
 			s.metrics.storeError(err)
-			s.distrustCache()
 		}
 	}
 	if e, ok := errors.AsType[*Error](err); ok && e.RetryAfter > 0 {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/internal/decisionlog"
 )
 
@@ -34,7 +33,7 @@ func TestGrantsExpireOnTheSystemClock(t *testing.T) {
 		logged = append(logged, batch...)
 		return nil
 	}
-	f := newFixture(t, func(c *api.Config) { c.Now = nil }, withRequestTimeout(time.Minute), withDecisionLog(&dl, decisionlog.Config{}, sink))
+	f := newFixture(t, func(c *fixtureConfig) { c.Now = nil }, withRequestTimeout(time.Minute), withDecisionLog(&dl, decisionlog.Config{}, sink))
 	_, key := f.org("acme")
 	model := f.model(key, "gpt")
 	ada := f.user(key, "ada@acme.test")
@@ -138,7 +137,7 @@ func TestGrantsExpire(t *testing.T) {
 
 	// The clean-up removes what expired (through the server's store, as serve runs it); the
 	// answer stays no, and explain no longer has an expired grant to speak of.
-	gone, err := f.srv.Store().DeleteExpiredGrants(t.Context(), f.clock.Now())
+	gone, err := f.engine.Store().DeleteExpiredGrants(t.Context(), f.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

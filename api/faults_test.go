@@ -64,20 +64,12 @@ func (s *faultyStore) GetUser(ctx context.Context, orgID, id string) (storage.Us
 	return s.Store.GetUser(ctx, orgID, id)
 }
 
-// UserFacts and AskedGrants are the check path's reads of a user: a check of a user not in
-// memory fails with them, whether or not it goes on to read the resources asked about.
+// UserFacts is the engine's read of a user: a check of a user not in memory fails with it.
 func (s *faultyStore) UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error) {
 	if err := s.fault(ctx, &s.mode, "user facts"); err != nil {
 		return storage.Facts{}, err
 	}
 	return s.Store.UserFacts(ctx, orgID, userID)
-}
-
-func (s *faultyStore) AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (storage.Asked, error) {
-	if err := s.fault(ctx, &s.mode, "asked grants"); err != nil {
-		return storage.Asked{}, err
-	}
-	return s.Store.AskedGrants(ctx, orgID, userID, resourceIDs)
 }
 
 func (s *faultyStore) GetResources(ctx context.Context, orgID string, ids []string) ([]storage.Resource, error) {
@@ -105,10 +97,10 @@ func (s *faultyStore) Grant(ctx context.Context, g storage.Grant) error {
 // that can fail is a remote, shared one, and no change feed runs here to vouch for the cache:
 // so every check reads the store, as a check does while a real feed cannot read it.
 func withFaultyStore(fs **faultyStore) fixtureOption {
-	return func(c *api.Config) {
-		*fs = &faultyStore{Store: c.Store}
-		c.Store = *fs
-		c.SharedStore = true
+	return func(c *fixtureConfig) {
+		*fs = &faultyStore{Store: c.Engine.Store}
+		c.Engine.Store = *fs
+		c.Engine.Shared = true
 	}
 }
 
@@ -132,8 +124,9 @@ func (b *logBuffer) String() string {
 
 // withLog makes the server log JSON at every level, debug included, into buf.
 func withLog(buf *logBuffer) fixtureOption {
-	return func(c *api.Config) {
+	return func(c *fixtureConfig) {
 		c.Logger = slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.Engine.Logger = c.Logger
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt/bolttest"
@@ -27,11 +28,21 @@ const adminToken = "test-admin-token"
 
 // fixture is a Grantry server on a fresh embedded store, driven through its real router.
 type fixture struct {
-	tb    testing.TB
-	srv   *api.Server
-	store storage.Store
-	clock *clock
-	cfg   api.Config // what srv was made with
+	tb     testing.TB
+	srv    *api.Server
+	engine *authz.Engine
+	store  storage.Store // the embedded store, beneath the engine
+	clock  *clock
+	cfg    fixtureConfig // what srv was made with
+}
+
+// fixtureConfig is what a fixture's server and its decision engine are made from: the
+// server's Store and Decider are the engine's, as store and decider change them when set.
+type fixtureConfig struct {
+	api.Config
+	Engine  authz.Config
+	store   func(storage.Store) storage.Store
+	decider func(api.Decider) api.Decider
 }
 
 // clock is a settable time source, so tests can see timestamps move.
@@ -52,7 +63,7 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-type fixtureOption func(*api.Config)
+type fixtureOption func(*fixtureConfig)
 
 func newFixture(tb testing.TB, opts ...fixtureOption) *fixture {
 	tb.Helper()
@@ -63,24 +74,51 @@ func newFixture(tb testing.TB, opts ...fixtureOption) *fixture {
 		tb.Fatal(err)
 	}
 	clk := &clock{now: time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)}
-	cfg := api.Config{Store: store, Decider: engine, AdminToken: adminToken, Now: clk.Now}
+	cfg := fixtureConfig{Config: api.Config{AdminToken: adminToken, Now: clk.Now}, Engine: authz.Config{Store: store, Policies: policy.NewLive(engine)}}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return &fixture{tb: tb, srv: api.New(cfg), store: store, clock: clk, cfg: cfg}
+	f := &fixture{tb: tb, store: store, clock: clk, cfg: cfg}
+	f.serve()
+	return f
 }
 
-// replica returns a second server on f's store and clock, made as f's was and then changed by
-// opts: another replica of the service, or the same one with settings that would get in the
-// way of preparing the store through f (a request timeout that a commit on a loaded machine
-// may exceed).
+// serve makes f's engine and server from f.cfg.
+func (f *fixture) serve() {
+	f.engine = authz.New(f.cfg.Engine)
+	c := f.cfg.Config
+	c.Store, c.Decider = f.engine.Store(), f.engine
+	if f.cfg.store != nil {
+		c.Store = f.cfg.store(c.Store)
+	}
+	if f.cfg.decider != nil {
+		c.Decider = f.cfg.decider(f.engine)
+	}
+	f.srv = api.New(c)
+}
+
+// withPolicy makes the fixture decide with the policy p gives.
+func withPolicy(p authz.Policies) fixtureOption {
+	return func(c *fixtureConfig) { c.Engine.Policies = p }
+}
+
+// withMaxUsers bounds the users the engine holds; less than zero holds none.
+func withMaxUsers(n int) fixtureOption {
+	return func(c *fixtureConfig) { c.Engine.MaxUsers = n }
+}
+
+// replica returns a second server, with an engine of its own, on f's store and clock, made as
+// f's was and then changed by opts: another replica of the service, or the same one with
+// settings that would get in the way of preparing the store through f (a request timeout that
+// a commit on a loaded machine may exceed).
 func (f *fixture) replica(opts ...fixtureOption) *fixture {
 	f.tb.Helper()
-	cfg := f.cfg
+	r := &fixture{tb: f.tb, store: f.store, clock: f.clock, cfg: f.cfg}
 	for _, o := range opts {
-		o(&cfg)
+		o(&r.cfg)
 	}
-	return &fixture{tb: f.tb, srv: api.New(cfg), store: f.store, clock: f.clock, cfg: cfg}
+	r.serve()
+	return r
 }
 
 // response is what a request got back.

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/gateway"
 	"github.com/grantry/grantry/internal/apikey"
 	"github.com/grantry/grantry/internal/decisionlog"
@@ -173,7 +173,7 @@ func headerSafe(v string) string {
 // gatewayModels answers GET /v1/models for the request's user: the models they may use, in
 // OpenAI's shape, so that a gateway can route its clients' model list here.
 func (s *Server) gatewayModels(c *gin.Context) {
-	list, res, err := s.gateway.List(c.Request.Context(), orgID(c), c.Request.Header)
+	list, res, err := s.gateway.List(c.Request.Context(), gateway.Caller{OrgID: orgID(c), APIKeyID: requestOf(c).keyID}, c.Request.Header)
 	if errors.Is(err, gateway.ErrUnauthenticated) {
 		s.writeGatewayResult(c, res)
 		return
@@ -186,23 +186,12 @@ func (s *Server) gatewayModels(c *gin.Context) {
 }
 
 // Decide answers whether the organization's user may use every one of ids, as can_user_access
-// (one id) and can_user_access_all (several) answer, and which policy revision decided. It is
-// what the gateway decides with (gateway.Decider); it logs nothing itself.
-func (s *Server) Decide(ctx context.Context, orgID, userID string, ids []string) (bool, string, error) {
-	start := time.Now()
-	all := len(ids) != 1
-	d, revision := s.pinPolicy()
-	res := s.questionResources(ctx, orgID, ids)
-	f, shaped, err := s.userFactsAsked(ctx, orgID, userID, d, revision, all, res)
-	if err != nil {
-		return false, revision, err
-	}
-	if shaped.ok {
-		s.fromMemory(shaped.allowed)
-		return shaped.allowed, revision, nil
-	}
-	allowed, err := s.answer(ctx, orgID, d, revision, f, all, res, s.nowAt(start))
-	return allowed, revision, err
+// (one id) and can_user_access_all (several) answer, asked by the caller's API key, and which
+// policy revision decided. It is what the gateway decides with (gateway.Decider); it logs
+// nothing itself.
+func (s *Server) Decide(ctx context.Context, caller gateway.Caller, userID string, ids []string) (bool, string, error) {
+	d, err := s.decider.Decide(ctx, authz.Question{OrgID: caller.OrgID, UserID: userID, ResourceIDs: ids, All: len(ids) != 1, APIKeyID: caller.APIKeyID, Now: s.now()})
+	return d.Allowed, d.Revision, err
 }
 
 // RecordDecision gives a decision of the gateway its id and hands it to the decision log (if
@@ -215,51 +204,24 @@ func (s *Server) RecordDecision(e decisionlog.Entry) string {
 	return e.ID
 }
 
-// modelIndex is an organization's model ids by model_name, as read at a generation of the
-// check path's cache: any change to the organization's resources moves the generation.
-type modelIndex struct {
-	gen    uint64
-	byName map[string][]string
-}
-
-// modelIndexes holds a modelIndex per organization.
-type modelIndexes struct{ m sync.Map }
-
-// ModelIDs returns the ids of the organization's models named name (gateway.Models), from an
-// index of its models' names that is read again after any change to its resources.
+// ModelIDs returns the ids of the organization's models named name (gateway.Models).
 func (s *Server) ModelIDs(ctx context.Context, orgID, name string) ([]string, error) {
-	c := s.cached()
-	var gen uint64
-	if c != nil {
-		gen = c.gen(c.org(orgID))
-		if idx, ok := s.modelNames.m.Load(orgID); ok && idx.(*modelIndex).gen == gen {
-			return idx.(*modelIndex).byName[name], nil
-		}
-	}
-	rs, err := s.store.ListResources(ctx, orgID, storage.KindModel)
+	ids, err := s.decider.ResourcesNamed(ctx, orgID, storage.KindModel, name)
 	if err != nil {
 		return nil, fmt.Errorf("models of %s: %w", orgID, err)
 	}
-	idx := &modelIndex{gen: gen, byName: make(map[string][]string, len(rs))}
-	for _, r := range rs {
-		idx.byName[r.Name] = append(idx.byName[r.Name], r.ID)
-	}
-	// Kept only when nothing changed while it was read: a change moves the generation after
-	// it is written, so an index that missed it is never kept under the generation before it.
-	if c != nil && c.gen(c.org(orgID)) == gen {
-		s.modelNames.m.Store(orgID, idx)
-	}
-	return idx.byName[name], nil
+	return ids, nil
 }
 
-// UsableModels returns the organization's models that the user may use (gateway.Models), as
-// GET /llm_integration/list?user_id= lists them; none for a user it does not have.
-func (s *Server) UsableModels(ctx context.Context, orgID, userID string) ([]gateway.Model, error) {
-	rs, err := s.store.ListResources(ctx, orgID, storage.KindModel)
+// UsableModels returns the caller's organization's models that the user may use
+// (gateway.Models), as GET /llm_integration/list?user_id= lists them; none for a user it does
+// not have.
+func (s *Server) UsableModels(ctx context.Context, caller gateway.Caller, userID string) ([]gateway.Model, error) {
+	rs, err := s.store.ListResources(ctx, caller.OrgID, storage.KindModel)
 	if err != nil {
-		return nil, fmt.Errorf("models of %s: %w", orgID, err)
+		return nil, fmt.Errorf("models of %s: %w", caller.OrgID, err)
 	}
-	rs, err = s.accessible(ctx, orgID, userID, rs)
+	rs, err = s.usable(ctx, authz.Question{OrgID: caller.OrgID, UserID: userID, APIKeyID: caller.APIKeyID, Now: s.now()}, rs)
 	if errors.Is(err, errUserNotFound) {
 		return nil, nil
 	}

@@ -49,7 +49,7 @@ type gatewayFixture struct {
 func newGatewayFixture(tb testing.TB) *gatewayFixture {
 	tb.Helper()
 	log := &recorded{}
-	f := newFixture(tb, func(c *api.Config) { c.Decisions = log })
+	f := newFixture(tb, func(c *fixtureConfig) { c.Decisions = log })
 	g, err := gateway.New(gateway.Config{
 		UserHeader: "X-User", ModelHeader: "X-Model", ModelPath: "/deployments/{model}/",
 		Aliases: map[string]string{"fast": "gpt-4o-mini"},

@@ -235,14 +235,20 @@ func (s *Server) liveGrants(ctx context.Context, org string, gs []storage.GroupG
 			ids = append(ids, g.ResourceID)
 		}
 	}
-	rs, err := s.resourceFacts(ctx, org, ids)
+	names, err := s.decider.ResourceNames(ctx, org, ids)
 	if err != nil {
 		return nil, fmt.Errorf("resources granted to groups: %w", err)
 	}
+	name := make(map[string]string, len(ids))
+	for i, id := range ids {
+		if names[i] != "" {
+			name[id] = names[i]
+		}
+	}
 	out := map[string][]grantJSON{}
 	for _, g := range gs {
-		if r, ok := rs[g.ResourceID]; ok && !storage.Expired(g.ExpiresAt, now) {
-			out[g.GroupID] = append(out[g.GroupID], grantJSON{ID: g.ResourceID, Name: r.Name, ExpiresAt: expiryJSON(g.ExpiresAt)})
+		if n, ok := name[g.ResourceID]; ok && !storage.Expired(g.ExpiresAt, now) {
+			out[g.GroupID] = append(out[g.GroupID], grantJSON{ID: g.ResourceID, Name: n, ExpiresAt: expiryJSON(g.ExpiresAt)})
 		}
 	}
 	return out, nil

@@ -198,9 +198,10 @@ func newIntegrationFixtureTimeout(t *testing.T, providerTimeout time.Duration, o
 	t.Cleanup(func() { store.Close(context.Background()) })
 	logs := &syncBuffer{}
 	timeout := provider.WithTimeout(providerTimeout)
-	f := newFixture(t, func(cfg *api.Config) {
-		cfg.Store = store
+	f := newFixture(t, func(cfg *fixtureConfig) {
+		cfg.Engine.Store = store
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		cfg.Engine.Logger = cfg.Logger
 		cfg.Integrations = api.Integrations{
 			ModelProviders: []api.ModelProvider{
 				provider.NewOpenAI(fp.srv.URL+"/openai/v1", timeout),
@@ -675,7 +676,7 @@ func TestIntegrationOutlivesRequestTimeout(t *testing.T) {
 	// The request timeout leaves room for a loaded machine to reach the key lookup, the lag
 	// outlasts it, and the provider timeout outlasts the lag.
 	const requestTimeout = 250 * time.Millisecond
-	f := newIntegrationFixtureTimeout(t, 2*time.Second, func(cfg *api.Config) { cfg.RequestTimeout = requestTimeout })
+	f := newIntegrationFixtureTimeout(t, 2*time.Second, func(cfg *fixtureConfig) { cfg.RequestTimeout = requestTimeout })
 	f.fakes.mu.Lock()
 	f.fakes.lag = 2 * requestTimeout
 	f.fakes.mu.Unlock()
@@ -708,7 +709,7 @@ func TestIntegrationOutlivesRequestTimeout(t *testing.T) {
 func TestIntegrationStopsWhenClientLeaves(t *testing.T) {
 	// Only the client's leaving can end the request before the provider timeout.
 	const providerTimeout = time.Minute
-	f := newIntegrationFixtureTimeout(t, providerTimeout, func(cfg *api.Config) { cfg.RequestTimeout = time.Minute })
+	f := newIntegrationFixtureTimeout(t, providerTimeout, func(cfg *fixtureConfig) { cfg.RequestTimeout = time.Minute })
 	_, key := f.org("acme")
 	ctx, cancel := context.WithCancel(context.Background())
 	req := httptest.NewRequestWithContext(ctx, "POST", "/llm_integration/hostedllm", strings.NewReader(`{"provider_key":"slow-sk-1"}`))

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -26,16 +27,14 @@ import (
 type metrics struct {
 	reg       *prometheus.Registry
 	requests  *prometheus.HistogramVec
-	decisions *prometheus.CounterVec
 	storeErrs *prometheus.CounterVec
 	http      http.Handler
 
-	// The series every request and decision adds to, found once rather than by
-	// WithLabelValues each time (hashing the label values, a map lookup under the vector's
-	// lock, and formatting the status): about 1.3 µs of a check's CPU under make bench's load.
-	allow, deny, evalError prometheus.Counter
-	seriesMu               sync.RWMutex
-	series                 map[requestSeries]prometheus.Observer
+	// The series every request adds to, found once rather than by WithLabelValues each time
+	// (hashing the label values, a map lookup under the vector's lock, and formatting the
+	// status), which every check would pay.
+	seriesMu sync.RWMutex
+	series   map[requestSeries]prometheus.Observer
 }
 
 // requestSeries names one series of grantry_http_request_duration_seconds.
@@ -56,25 +55,17 @@ func newMetrics() *metrics {
 			Help:    "Time from the first middleware to the response, by method, route pattern (\"unmatched\" for unknown paths) and status.",
 			Buckets: requestBuckets,
 		}, []string{"method", "route", "status"}),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "grantry_decisions_total",
-			Help: "Policy decisions, by result: allow, deny, or error (an evaluation error, which denies).",
-		}, []string{"result"}),
 		storeErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "grantry_store_errors_total",
 			Help: "Requests answered 503 because the store was unavailable (reason=unavailable) or did not answer within the request deadline (reason=timeout).",
 		}, []string{"reason"}),
 	}
-	// Every decision series exists from the start, at zero.
-	m.allow = m.decisions.WithLabelValues("allow")
-	m.deny = m.decisions.WithLabelValues("deny")
-	m.evalError = m.decisions.WithLabelValues("error")
 	m.series = make(map[requestSeries]prometheus.Observer)
 	for _, r := range []string{"unavailable", "timeout"} {
 		m.storeErrs.WithLabelValues(r)
 	}
 	m.reg.MustRegister(
-		m.requests, m.decisions, m.storeErrs,
+		m.requests, m.storeErrs,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -108,18 +99,6 @@ func (m *metrics) requestObserver(k requestSeries) prometheus.Observer {
 	m.series[k] = o
 	m.seriesMu.Unlock()
 	return o
-}
-
-// decision records the outcome of one policy evaluation.
-func (m *metrics) decision(allowed bool, err error) {
-	switch {
-	case err != nil:
-		m.evalError.Inc()
-	case allowed:
-		m.allow.Inc()
-	default:
-		m.deny.Inc()
-	}
 }
 
 // storeError records a request that the store could not serve; err is what writeError maps to 503.
@@ -172,21 +151,59 @@ func (s *Server) InfoGauge(name, help string, labels map[string]string) error {
 	return s.RegisterMetrics(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels}, func() float64 { return 1 }))
 }
 
-// RegisterCacheMetrics puts the check path's cache on /metrics: users found in it and loaded
-// into it, decisions answered from it, how many users it holds, and how many the resident index
-// holds when there is one.
-func (s *Server) RegisterCacheMetrics() error {
-	if s.cache == nil {
+// engineCounts is what a Decider that counts its decisions offers for /metrics; *authz.Engine
+// is one.
+type engineCounts interface {
+	Counts() authz.Counts
+	Memoised() (allow, allowAll bool, why string)
+	Reading() bool
+}
+
+// registerEngineMetrics puts the decision engine's counts on /metrics, when it keeps them.
+func (s *Server) registerEngineMetrics(d Decider) error {
+	e, ok := d.(engineCounts)
+	if !ok {
 		return nil
 	}
-	var resident error
-	if r := s.resident(); r != nil {
-		resident = s.GaugeFunc("grantry_resident_users", "Users whose grants are held in memory (GRANTRY_RESIDENT_GRANTS), not written to since they were last read in.", func() float64 { return float64(r.held()) })
+	count := func(f func(authz.Counts) uint64) func() float64 {
+		return func() float64 { return float64(f(e.Counts())) }
 	}
-	return errors.Join(resident,
-		s.CounterFunc("grantry_cache_user_hits_total", "Checks that found the user's facts in the cache.", func() float64 { return float64(s.cache.hits.Load()) }),
-		s.CounterFunc("grantry_cache_user_misses_total", "Checks that read the user's facts from the store.", func() float64 { return float64(s.cache.misses.Load()) }),
-		s.CounterFunc("grantry_cache_decision_hits_total", "Decisions answered from the cache, without evaluating the policy.", func() float64 { return float64(s.memoHits.Load()) }),
-		s.GaugeFunc("grantry_cache_users", "Users whose facts the cache holds.", func() float64 { return float64(s.cache.len()) }),
+	decisions := func(result string, f func(authz.Counts) uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "grantry_decisions_total",
+			Help:        "Policy decisions, by result: allow, deny, or error (an evaluation error, which denies and is not counted as deny).",
+			ConstLabels: prometheus.Labels{"result": result}}, count(f))
+	}
+	memoised := func(rule string, which func(allow, allowAll bool) bool) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "grantry_policy_memoized",
+			Help:        "1 while the running policy's rule (allow or allow_all) reads a bounded part of its input, so that its answers are remembered; 0 while it is evaluated for every question (GET /policy says why).",
+			ConstLabels: prometheus.Labels{"rule": rule}}, func() float64 {
+			a, b, _ := e.Memoised()
+			if which(a, b) {
+				return 1
+			}
+			return 0
+		})
+	}
+	return errors.Join(
+		s.RegisterMetrics(
+			decisions("allow", func(c authz.Counts) uint64 { return c.Allowed }),
+			decisions("deny", func(c authz.Counts) uint64 { return c.Denied - c.EvaluationFails }),
+			decisions("error", func(c authz.Counts) uint64 { return c.EvaluationFails }),
+			memoised("allow", func(a, _ bool) bool { return a }),
+			memoised("allow_all", func(_, b bool) bool { return b }),
+		),
+		s.CounterFunc("grantry_policy_evaluations_total", "Evaluations of the policy: questions the memo did not hold, and every question of a policy that is not memoised.", count(func(c authz.Counts) uint64 { return c.Evaluations })),
+		s.CounterFunc("grantry_memo_hits_total", "Questions answered from the memo of the running policy, without evaluating it.", count(func(c authz.Counts) uint64 { return c.MemoHits })),
+		s.CounterFunc("grantry_memo_misses_total", "Questions the memo of the running policy did not hold.", count(func(c authz.Counts) uint64 { return c.MemoMisses })),
+		s.GaugeFunc("grantry_memo_answers", "Answers the memo of the running policy holds.", func() float64 { return float64(e.Counts().MemoAnswers) }),
+		s.GaugeFunc("grantry_users_held", "Users whose facts the decision engine holds in memory.", func() float64 { return float64(e.Counts().UsersHeld) }),
+		s.CounterFunc("grantry_user_hits_total", "Questions whose user's facts were held in memory.", count(func(c authz.Counts) uint64 { return c.UserHits })),
+		s.CounterFunc("grantry_user_misses_total", "Questions whose user's facts were read from the store.", count(func(c authz.Counts) uint64 { return c.UserMisses })),
+		s.GaugeFunc("grantry_read_in", "1 from start until users and groups have been read into memory, else 0: questions asked meanwhile may read the store.", func() float64 {
+			if e.Reading() {
+				return 1
+			}
+			return 0
+		}),
 	)
 }

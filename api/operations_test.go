@@ -104,7 +104,7 @@ func TestMetricsOfOtherParts(t *testing.T) {
 }
 
 func withRateLimit(rate float64, burst int) fixtureOption {
-	return func(c *api.Config) { c.RateLimit, c.RateBurst = rate, burst }
+	return func(c *fixtureConfig) { c.RateLimit, c.RateBurst = rate, burst }
 }
 
 func TestRateLimit(t *testing.T) {
@@ -185,7 +185,7 @@ func TestRateLimitIsPerKeyAndRefills(t *testing.T) {
 }
 
 func withRequestTimeout(d time.Duration) fixtureOption {
-	return func(c *api.Config) { c.RequestTimeout = d }
+	return func(c *fixtureConfig) { c.RequestTimeout = d }
 }
 
 // TestStoreFaults: a store that fails or stops answering makes a 503 with Retry-After and a
@@ -257,7 +257,7 @@ func TestReadiness(t *testing.T) {
 		{"store down", func(_ *fixture, s *faultyStore) { s.ping.Store(int32(broken)) }, nil, http.StatusServiceUnavailable},
 		{"store hangs", func(_ *fixture, s *faultyStore) { s.ping.Store(int32(hanging)) }, nil, http.StatusServiceUnavailable},
 		{"shutting down", func(f *fixture, _ *faultyStore) { f.srv.SetReady(false) }, nil, http.StatusServiceUnavailable},
-		{"no policy", func(*fixture, *faultyStore) {}, []fixtureOption{func(c *api.Config) { c.Decider = unreadyDecider{c.Decider} }}, http.StatusServiceUnavailable},
+		{"no policy", func(*fixture, *faultyStore) {}, []fixtureOption{func(c *fixtureConfig) { c.decider = func(d api.Decider) api.Decider { return unreadyDecider{d} } }}, http.StatusServiceUnavailable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

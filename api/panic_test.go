@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -26,8 +25,8 @@ func (s panickyStore) GetUser(ctx context.Context, orgID, id string) (storage.Us
 // error shape of the path (SCIM's under /scim/v2/), and is logged once with its stack.
 func TestPanicAnswers500(t *testing.T) {
 	var log bytes.Buffer
-	f := newFixture(t, func(c *api.Config) {
-		c.Store = panickyStore{c.Store}
+	f := newFixture(t, func(c *fixtureConfig) {
+		c.store = func(s storage.Store) storage.Store { return panickyStore{s} }
 		c.Logger = slog.New(slog.NewJSONHandler(&log, nil))
 	})
 	_, key := f.org("acme")

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/internal/decisionlog"
 	"github.com/grantry/grantry/policy"
 )
@@ -83,7 +82,7 @@ func TestExplainFailingPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newFixture(t, func(c *api.Config) { c.Decider = engine })
+	f := newFixture(t, withPolicy(policy.NewLive(engine)))
 	_, key := f.org("acme")
 	got := decode[explanation](t, f.must("POST", "/provisions/explain", key, map[string]string{"user_id": "u", "svc_id": "00000000-0000-4000-8000-000000000000"}))
 	want := explanation{Allowed: false, Reasons: []string{"policy evaluation failed"}, PolicyRevision: engine.Revision()}
@@ -139,7 +138,7 @@ func TestHotReload(t *testing.T) {
 	}
 	live := policy.NewLive(engine)
 	var dl *decisionlog.Log
-	f := newFixture(t, func(c *api.Config) { c.Decider = live }, withDecisionLog(&dl, decisionlog.Config{QueueSize: 100_000}, nil))
+	f := newFixture(t, withPolicy(live), withDecisionLog(&dl, decisionlog.Config{QueueSize: 100_000}, nil))
 	_, key := f.org("acme")
 	model := f.model(key, "gpt")
 	ada := f.user(key, "ada@example.com")

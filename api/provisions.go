@@ -60,7 +60,7 @@ type accessAllRequest struct {
 // canUserAccess answers a bare JSON boolean. Anything unknown is false, never 404, so that the
 // check reveals nothing about what exists. It is the hot path: the usual body is read without
 // reflection, and a warm check reads nothing from the store and evaluates no policy (see
-// check).
+// authz).
 func (s *Server) canUserAccess(c *gin.Context) {
 	start := time.Now()
 	var req accessRequest
@@ -93,26 +93,19 @@ func (s *Server) canUserAccessAll(c *gin.Context) {
 	s.check(c, start, endpointCheckAll, req.UserID, req.Tags, true)
 }
 
-// check answers whether userID may use ids, logs the decision, and writes the answer.
+// check answers whether userID may use ids (all of them, when all), logs the decision, and
+// writes the answer.
 func (s *Server) check(c *gin.Context, start time.Time, endpoint, userID string, ids []string, all bool) {
-	ctx, org := c.Request.Context(), orgID(c)
-	d, revision := s.pinPolicy()
-	res := s.questionResources(ctx, org, ids)
-	f, shaped, err := s.userFactsAsked(ctx, org, userID, d, revision, all, res)
+	q := s.question(c, userID, ids, all)
+	q.Now = s.nowAt(start)
+	d, err := s.decider.Decide(c.Request.Context(), q)
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	allowed := shaped.allowed
-	if shaped.ok {
-		s.fromMemory(allowed)
-	} else if allowed, err = s.answer(ctx, org, d, revision, f, all, res, s.nowAt(start)); err != nil {
-		s.writeError(c, err)
-		return
-	}
-	s.logDecision(c, start, endpoint, userID, ids, allowed, revision)
+	s.logDecision(c, start, endpoint, userID, ids, d.Allowed, d.Revision)
 	answer := jsonFalse
-	if allowed {
+	if d.Allowed {
 		answer = jsonTrue
 	}
 	// As c.Data(http.StatusOK, jsonContentType, answer), without the value slice it makes.

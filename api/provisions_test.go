@@ -1,12 +1,9 @@
 package api_test
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"testing"
 
-	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/policy"
 )
 
@@ -184,19 +181,17 @@ func TestListsForUser(t *testing.T) {
 	}
 }
 
-// failingDecider is a policy that cannot be evaluated.
-type failingDecider struct{}
+// erringPolicy cannot be evaluated: every decision is an error (a conversion that fails,
+// under OPA's strict built-in errors), which would allow if it did not fail.
+var erringPolicy = []policy.Module{{Name: "p.rego", Source: "package grantry.authz\n\nallow if to_number(\"not a number\") != 1\n\nallow_all := allow\n"}}
 
-func (failingDecider) Allow(context.Context, policy.Input) (bool, error) {
-	return true, errors.New("policy exploded")
-}
-func (failingDecider) AllowAll(context.Context, policy.Input) (bool, error) {
-	return true, errors.New("policy exploded")
-}
-
-// TestPolicyErrorDenies: the service fails closed, even if a decider returned true with an error.
+// TestPolicyErrorDenies: the service fails closed when the policy cannot be evaluated.
 func TestPolicyErrorDenies(t *testing.T) {
-	f := newFixture(t, func(c *api.Config) { c.Decider = failingDecider{} })
+	engine, err := policy.New(t.Context(), erringPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, withPolicy(policy.NewLive(engine)))
 	_, key := f.org("acme")
 	model := f.model(key, "m")
 	alice := f.user(key, "alice@x")

@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/storage"
 )
 
-// slowLoads answers the reads of the check path (UserFacts, AskedGrants) a pause after making
-// them, as a loaded store might: a load that read before a write then ends after the write has
+// slowLoads answers the engine's reads of a user (UserFacts) a pause after making them, as a
+// loaded store might: a load that read before a write then ends after the write has
 // returned, and its facts must not be kept.
 type slowLoads struct {
 	storage.Store
@@ -27,14 +26,8 @@ func (s slowLoads) UserFacts(ctx context.Context, orgID, userID string) (storage
 	return f, err
 }
 
-func (s slowLoads) AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (storage.Asked, error) {
-	a, err := s.Store.AskedGrants(ctx, orgID, userID, resourceIDs)
-	time.Sleep(s.pause)
-	return a, err
-}
-
 func withSlowLoads(pause time.Duration) fixtureOption {
-	return func(c *api.Config) { c.Store = slowLoads{c.Store, pause} }
+	return func(c *fixtureConfig) { c.Engine.Store = slowLoads{c.Engine.Store, pause} }
 }
 
 // TestWritesReachTheNextCheckUnderLoad: while other clients ask about the same users and
@@ -54,7 +47,7 @@ func TestWritesReachTheNextCheckUnderLoad(t *testing.T) {
 		churn bool // another client grants ada and bob a third model and revokes it, over and over
 	}{
 		{"default cache", nil, 0, false},
-		{"users evicted all the time", []fixtureOption{withCacheEntries(1)}, 40, false},
+		{"users evicted all the time", []fixtureOption{withMaxUsers(1)}, 40, false},
 		{"loads across the writes", []fixtureOption{withSlowLoads(time.Millisecond)}, 0, true},
 	}
 	for _, tc := range tests {

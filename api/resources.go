@@ -64,12 +64,11 @@ func (s *Server) listFor(c *gin.Context, kind storage.Kind) ([]storage.Resource,
 	if err != nil {
 		return nil, err
 	}
-	ctx := c.Request.Context()
-	rs, err := s.store.ListResources(ctx, orgID(c), kind)
+	rs, err := s.store.ListResources(c.Request.Context(), orgID(c), kind)
 	if err != nil || userID == "" {
 		return rs, err
 	}
-	return s.accessible(ctx, orgID(c), userID, rs)
+	return s.accessible(c, userID, rs)
 }
 
 // canonicalID is the stored form of a resource id that passed the uuid check: lowercase.

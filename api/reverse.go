@@ -10,7 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -40,8 +40,7 @@ func (s *Server) usersWithAccess(c *gin.Context) {
 		return
 	}
 	ctx, now := c.Request.Context(), s.now()
-	r, err := s.store.GetResource(ctx, org, svcID)
-	if err != nil {
+	if _, err := s.store.GetResource(ctx, org, svcID); err != nil {
 		s.writeError(c, notFound(err, errResourceNotFound.Detail))
 		return
 	}
@@ -50,29 +49,33 @@ func (s *Server) usersWithAccess(c *gin.Context) {
 		s.writeError(c, err)
 		return
 	}
-	resource := map[string]policy.Resource{svcID: policyResource(r)}
-	d, revision := s.pinPolicy()
 	out := []userWithAccess{}
 	var next *string
 	for _, id := range candidates {
 		if id <= after {
 			continue
 		}
-		f, err := s.userFacts(ctx, org, id)
+		q := s.question(c, id, []string{svcID}, false)
+		q.Now = now
+		d, err := s.decider.Decide(ctx, q)
 		if err != nil {
 			s.writeError(c, err)
 			return
 		}
-		if f.Facts == nil {
-			continue // deleted since its grants were read
-		}
-		in := policy.Input{User: f.Facts, ResourceIDs: []string{svcID}, Resources: resource, Now: now}
-		if !s.decideFor(ctx, d, revision, f, false, in) {
+		if !d.Allowed {
 			continue
 		}
 		if len(out) == limit {
 			next = orNull(encodeCursor(reverseList(svcID), org, out[len(out)-1].ID))
 			break
+		}
+		h, err := s.decider.UserHoldings(ctx, org, id)
+		if errors.Is(err, authz.ErrNoUser) {
+			continue // deleted just now
+		}
+		if err != nil {
+			s.writeError(c, err)
+			return
 		}
 		u, err := s.store.GetUser(ctx, org, id)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -82,7 +85,7 @@ func (s *Server) usersWithAccess(c *gin.Context) {
 			s.writeError(c, fmt.Errorf("user %s: %w", id, err))
 			return
 		}
-		out = append(out, userWithAccess{ID: u.ID, Email: u.Email, Via: via(f.Facts, svcID, now)})
+		out = append(out, userWithAccess{ID: u.ID, Email: u.Email, Via: via(h, svcID, now)})
 	}
 	c.JSON(http.StatusOK, gin.H{"users": out, "next_cursor": next})
 }
@@ -116,20 +119,23 @@ func (s *Server) grantees(ctx context.Context, org, svcID string) ([]string, err
 	return slices.Compact(ids), nil
 }
 
-// via says through what the user may use the resource at now.
-func via(u *policy.User, svcID string, now time.Time) []string {
+// via says through what the user holding h may use the resource at now.
+func via(h authz.Holdings, svcID string, now time.Time) []string {
+	live := func(grants []authz.Held) bool {
+		return slices.ContainsFunc(grants, func(g authz.Held) bool {
+			return g.ResourceID == svcID && !storage.Expired(g.ExpiresAt, now)
+		})
+	}
 	routes := []string{}
-	if g, ok := u.Grants[svcID]; ok && !storage.Expired(g.ExpiresAt, now) {
+	if live(h.Grants) {
 		routes = append(routes, "direct")
 	}
-	var groups []string
-	for id, group := range u.Groups {
-		if g, ok := group.Grants[svcID]; ok && !storage.Expired(g.ExpiresAt, now) {
-			groups = append(groups, "group:"+id)
+	for _, g := range h.Groups { // ordered by id
+		if live(g.Grants) {
+			routes = append(routes, "group:"+g.ID)
 		}
 	}
-	slices.Sort(groups)
-	return append(routes, groups...)
+	return routes
 }
 
 // reverseList names the list a cursor belongs to: one resource's users, so that a cursor of

@@ -2,13 +2,14 @@ package api
 
 import (
 	"cmp"
+	"errors"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -39,27 +40,25 @@ func (s *Server) userAccess(c *gin.Context) {
 		s.writeError(c, notFound(err, errUserNotFound.Detail))
 		return
 	}
-	f, err := s.userFacts(ctx, org, u.ID)
+	h, err := s.decider.UserHoldings(ctx, org, u.ID)
+	if errors.Is(err, authz.ErrNoUser) {
+		err = errUserNotFound // deleted just now
+	}
 	if err != nil {
 		s.writeError(c, err)
 		return
 	}
-	pu := f.Facts
-	if pu == nil {
-		s.writeError(c, errUserNotFound) // deleted just now
-		return
-	}
-	out := userAccessJSON{UserID: u.ID, Active: u.Active, Direct: liveList(pu.Grants, now), ViaGroups: []groupGrantJSON{}, Effective: []resourceRef{}}
+	out := userAccessJSON{UserID: u.ID, Active: u.Active, Direct: liveList(h.Grants, now), ViaGroups: []groupGrantJSON{}, Effective: []resourceRef{}}
 	candidates := map[string]bool{}
 	for _, g := range out.Direct {
 		candidates[g.ID] = true
 	}
-	for id, g := range pu.Groups {
+	for _, g := range h.Groups {
 		resources := liveList(g.Grants, now)
 		for _, r := range resources {
 			candidates[r.ID] = true
 		}
-		out.ViaGroups = append(out.ViaGroups, groupGrantJSON{ID: id, Name: g.Name, Resources: resources})
+		out.ViaGroups = append(out.ViaGroups, groupGrantJSON{ID: g.ID, Name: g.Name, Resources: resources})
 	}
 	slices.SortFunc(out.ViaGroups, func(a, b groupGrantJSON) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
 	ids := make([]string, 0, len(candidates))
@@ -68,7 +67,7 @@ func (s *Server) userAccess(c *gin.Context) {
 	}
 	rs, err := s.store.GetResources(ctx, org, ids)
 	if err == nil {
-		rs, err = s.accessible(ctx, org, u.ID, rs)
+		rs, err = s.accessible(c, u.ID, rs)
 	}
 	if err != nil {
 		s.writeError(c, err)
@@ -82,11 +81,11 @@ func (s *Server) userAccess(c *gin.Context) {
 }
 
 // liveList shows the grants that have not expired at now, by resource name then id.
-func liveList(grants map[string]policy.Grant, now time.Time) []grantJSON {
+func liveList(grants []authz.Held, now time.Time) []grantJSON {
 	out := []grantJSON{}
-	for id, g := range grants {
+	for _, g := range grants {
 		if !storage.Expired(g.ExpiresAt, now) {
-			out = append(out, grantJSON{ID: id, Name: g.Name, ExpiresAt: expiryJSON(g.ExpiresAt)})
+			out = append(out, grantJSON{ID: g.ResourceID, Name: g.Name, ExpiresAt: expiryJSON(g.ExpiresAt)})
 		}
 	}
 	slices.SortFunc(out, func(a, b grantJSON) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })

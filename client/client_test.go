@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/client"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage/bolt/bolttest"
@@ -30,7 +31,8 @@ func newWorld(t *testing.T) world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Store: bolttest.Open(t), Decider: engine, AdminToken: "admin"}))
+	eng := authz.New(authz.Config{Store: bolttest.Open(t), Policies: policy.NewLive(engine)})
+	srv := httptest.NewServer(api.New(api.Config{Store: eng.Store(), Decider: eng, AdminToken: "admin"}))
 	t.Cleanup(srv.Close)
 	post := func(path, token, body string) map[string]any {
 		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))

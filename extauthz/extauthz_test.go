@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/extauthz"
 	"github.com/grantry/grantry/gateway"
 	"github.com/grantry/grantry/policy"
@@ -50,7 +51,8 @@ func setUp(t *testing.T) (authv3.AuthorizationClient, string, string, *api.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := api.New(api.Config{Store: bolttest.Open(t), Decider: engine, AdminToken: "admin"})
+	eng := authz.New(authz.Config{Store: bolttest.Open(t), Policies: policy.NewLive(engine)})
+	srv := api.New(api.Config{Store: eng.Store(), Decider: eng, AdminToken: "admin"})
 	gw, err := gateway.New(gateway.Config{UserHeader: "X-User"}, srv, srv, srv)
 	if err != nil {
 		t.Fatal(err)

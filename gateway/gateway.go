@@ -27,7 +27,9 @@ import (
 // Decider answers whether the organization's user may use every one of resourceIDs, and which
 // revision of the policy decided. It fails closed: an error comes with false.
 type Decider interface {
-	Decide(ctx context.Context, orgID, userID string, resourceIDs []string) (allowed bool, revision string, err error)
+	// Decide answers whether the user may use every one of resourceIDs, asked by caller (the
+	// policy reads its API key), and which policy revision decided.
+	Decide(ctx context.Context, caller Caller, userID string, resourceIDs []string) (allowed bool, revision string, err error)
 }
 
 // Models finds the organization's registered models.
@@ -35,9 +37,9 @@ type Models interface {
 	// ModelIDs returns the ids of the organization's models whose model_name is name, none
 	// when it has no such model.
 	ModelIDs(ctx context.Context, orgID, name string) ([]string, error)
-	// UsableModels returns the organization's models that the user may use, oldest first, and
-	// none when the organization has no such user.
-	UsableModels(ctx context.Context, orgID, userID string) ([]Model, error)
+	// UsableModels returns the caller's organization's models that the user may use, as the
+	// caller asks, oldest first, and none when the organization has no such user.
+	UsableModels(ctx context.Context, caller Caller, userID string) ([]Model, error)
 }
 
 // Recorder takes the record of a decision, gives it its id, and returns the id. It returns at
@@ -190,7 +192,7 @@ func (g *Gateway) Check(ctx context.Context, req Request) (Result, error) {
 	}
 	allowed, revision := false, ""
 	for _, id := range ids {
-		if allowed, revision, err = g.decider.Decide(ctx, req.OrgID, userID, []string{id}); err != nil {
+		if allowed, revision, err = g.decider.Decide(ctx, Caller{OrgID: req.OrgID, APIKeyID: req.APIKeyID}, userID, []string{id}); err != nil {
 			return Result{}, fmt.Errorf("decide %s for %s: %w", id, userID, err)
 		}
 		if allowed {
@@ -325,12 +327,12 @@ var ErrUnauthenticated = errors.New("no user")
 // List returns the models the request's user may use, in the shape of OpenAI's GET /v1/models,
 // each name once, aliases included (after the models they stand for). A user the organization
 // does not have may use none.
-func (g *Gateway) List(ctx context.Context, orgID string, h http.Header) (ModelList, Result, error) {
+func (g *Gateway) List(ctx context.Context, caller Caller, h http.Header) (ModelList, Result, error) {
 	userID, res := g.User(ctx, h)
 	if res.Outcome != Allowed {
 		return ModelList{}, res, ErrUnauthenticated
 	}
-	models, err := g.models.UsableModels(ctx, orgID, userID)
+	models, err := g.models.UsableModels(ctx, caller, userID)
 	if err != nil {
 		return ModelList{}, res, fmt.Errorf("models %s may use: %w", userID, err)
 	}

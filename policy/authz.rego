@@ -6,25 +6,31 @@
 #   input.user             the user; absent when the organization has no user with that id
 #     .id                  the user's id
 #     .active              false once the identity provider has deactivated the user
-#     .resource_list       the user's own grants, keyed by resource id so that a grant is found
-#                          in constant time: {"<id>": {"name": "...", "expires_at": <ns>}},
+#     .email, .first, .last
+#     .source              the user's authentication integration: {"id", "name", "type"}, type
+#                          "import" or "scim"
+#     .attributes          an object of strings from the identity provider (SCIM: title,
+#                          userType, department, division, organization, costCenter,
+#                          employeeNumber; an import: its "attributes"); {} when none
+#     .resource_list       the user's own grants of resources that exist, live or expired, keyed
+#                          by resource id: {"<id>": {"name": "...", "expires_at": <ns>}},
 #                          expires_at absent for a grant that never expires
 #     .groups              the groups the user is a member of, keyed by group id:
 #                          {"<id>": {"name": "...", "resource_list": {<as the user's>}}}
 #   input.resource_ids     the resource ids the caller asked about, as sent
 #   input.resources        those of them that exist in the organization, keyed by id:
-#                          {"<id>": {"kind": "model" | "function" | "dataset", "name": "..."}}
+#                          {"<id>": {"kind": "model" | "function" | "dataset", "name": "...",
+#                          "integration_type": "custom" | "<provider>"}}
 #   input.now              the time of the request, in Unix nanoseconds, as expires_at is
-#
-# For allow and allow_all of this policy, the resource_lists (the user's and each group's) hold
-# only the grants of the resources asked about, which is all that those rules read of them: the
-# answer is the one the whole lists give (Go's TestAskedInputDecidesAsTheWhole holds the two to
-# that), and the input of a first question about a user does not grow with the user's grants.
-# reasons and permitted_resources, and any other policy, are given the whole lists.
+#   input.request          the request: {"api_key_id": "<the id of the API key it was made with>"}
 #
 # Grantry queries allow for POST /provisions/can_user_access (one resource) and allow_all for
-# POST /provisions/can_user_access_all (several), or answers both from permitted_resources
-# (below). A result that is undefined, not the boolean true, or an evaluation error is a deny.
+# POST /provisions/can_user_access_all (several). A result that is undefined, not the boolean
+# true, or an evaluation error is a deny. It remembers each answer under exactly what the rule
+# read of the input (the analysis of what a policy reads is in Grantry's policy package), so
+# this policy, which reads of a question only the grants of the resources asked about, whether
+# they exist, whether the user is active, and the time only against the grants' expiries, is
+# evaluated once for each distinct combination of those, whoever asks.
 package grantry.authz
 
 # Nothing is allowed unless a rule below proves it.
@@ -46,29 +52,6 @@ allow_all if {
 	every id in input.resource_ids {
 		permitted(id)
 	}
-}
-
-# permitted_resources is every resource of input.resources that the user may use: what
-# permitted says of each, written over the user's grants so that many are decided in one pass.
-# Grantry asks it once with every resource the user holds a grant on, of their own or through
-# a group, and then answers the user's checks from the set until something it read changes:
-# with this policy, allow for [id] holds exactly when id is in that set, since a resource the
-# user holds no grant on is never permitted (test_permitted_resources_agree_with_allow, and
-# Go's TestPermittedMatchesAllow, hold the two to that). Grantry knows this of the policy it
-# ships only: a replaced policy is asked allow or allow_all for every new question.
-permitted_resources contains id if {
-	input.user.active == true
-	some id, grant in input.user.resource_list
-	input.resources[id]
-	live(grant)
-}
-
-permitted_resources contains id if {
-	input.user.active == true
-	some group in input.user.groups
-	some id, grant in group.resource_list
-	input.resources[id]
-	live(grant)
 }
 
 # A resource is permitted to a user who exists and is active, when the resource still exists in

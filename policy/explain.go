@@ -22,20 +22,10 @@ type Explanation struct {
 // denies.
 const ReasonEvaluationFailed = "policy evaluation failed"
 
-// Explain decides in as Allow does and evaluates the reasons rule. When the policy cannot be
-// evaluated it returns the error together with the explanation of the deny that follows from
-// it, so that a caller can both log the error and answer.
-func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
-	ex := Explanation{Revision: e.revision, Reasons: []string{}}
-	if err := in.whole(); err != nil {
-		ex.Reasons = []string{ReasonEvaluationFailed}
-		return ex, err
-	}
-	return e.ExplainInput(ctx, in.value())
-}
-
-// ExplainInput is Explain of an input given as an OPA value.
-func (e *Engine) ExplainInput(ctx context.Context, input ast.Value) (Explanation, error) {
+// Explain decides input as allow does and evaluates the reasons rule. When the policy cannot
+// be evaluated it returns the error together with the explanation of the deny that follows
+// from it, so that a caller can both log the error and answer.
+func (e *Engine) Explain(ctx context.Context, input ast.Value) (Explanation, error) {
 	ex := Explanation{Revision: e.revision, Reasons: []string{}}
 	allowed, err := decide(ctx, e.allow, input)
 	if err != nil {

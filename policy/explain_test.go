@@ -6,34 +6,35 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // TestExplain: the shipped policy gives the cause of each kind of deny, and "granted" exactly
 // when it allows.
 func TestExplain(t *testing.T) {
 	const res, other = "r-model", "r-other"
-	resources := map[string]Resource{res: {Kind: "model", Name: "gpt"}, other: {Kind: "model", Name: "llama"}}
-	granted := &User{ID: "u", Active: true, Grants: map[string]Grant{res: {Name: "gpt"}}}
-	inactive := &User{ID: "u", Active: false, Grants: map[string]Grant{res: {Name: "gpt"}}}
+	resources := map[string][2]string{res: {"model", "gpt"}, other: {"model", "llama"}}
 	now := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
-	expired := &User{ID: "u", Active: true, Grants: map[string]Grant{res: {Name: "gpt", ExpiresAt: now}}}
-	member := &User{ID: "u", Active: true, Groups: map[string]Group{"g-1": {Name: "Engineering", Grants: map[string]Grant{res: {Name: "gpt", ExpiresAt: now.Add(time.Nanosecond)}}}}}
+	granted := user("u", true, map[string]grant{res: {name: "gpt"}}, nil)
+	inactive := user("u", false, map[string]grant{res: {name: "gpt"}}, nil)
+	expired := user("u", true, map[string]grant{res: {name: "gpt", expires: now}}, nil)
+	member := user("u", true, nil, map[string]group{"g-1": {name: "Engineering", grants: map[string]grant{res: {name: "gpt", expires: now.Add(time.Nanosecond)}}}})
 	tests := []struct {
 		name        string
-		in          Input
+		in          ast.Value
 		wantAllowed bool
 		wantReasons []string
 	}{
-		{"granted", Input{User: granted, ResourceIDs: []string{res}, Resources: resources}, true, []string{"granted"}},
-		{"unknown user", Input{ResourceIDs: []string{res}, Resources: resources}, false, []string{"unknown user"}},
-		{"inactive user", Input{User: inactive, ResourceIDs: []string{res}, Resources: resources}, false, []string{"inactive user"}},
-		{"unknown resource", Input{User: granted, ResourceIDs: []string{"r-gone"}, Resources: resources}, false, []string{"unknown resource"}},
-		{"grant outlived its resource", Input{User: granted, ResourceIDs: []string{res}, Resources: map[string]Resource{}}, false, []string{"unknown resource"}},
-		{"not granted", Input{User: granted, ResourceIDs: []string{other}, Resources: resources}, false, []string{"not granted"}},
-		{"inactive and not granted", Input{User: inactive, ResourceIDs: []string{other}, Resources: resources}, false, []string{"inactive user", "not granted"}},
-		{"expired", Input{User: expired, ResourceIDs: []string{res}, Resources: resources, Now: now}, false, []string{"expired"}},
-		{"granted via a group", Input{User: member, ResourceIDs: []string{res}, Resources: resources, Now: now}, true, []string{"granted", "granted via group Engineering"}},
-		{"group grant expired", Input{User: member, ResourceIDs: []string{res}, Resources: resources, Now: now.Add(time.Nanosecond)}, false, []string{"expired"}},
+		{"granted", input(t, granted, []string{res}, resources, time.Time{}), true, []string{"granted"}},
+		{"unknown user", input(t, nil, []string{res}, resources, time.Time{}), false, []string{"unknown user"}},
+		{"inactive user", input(t, inactive, []string{res}, resources, time.Time{}), false, []string{"inactive user"}},
+		{"unknown resource", input(t, granted, []string{"r-gone"}, resources, time.Time{}), false, []string{"unknown resource"}},
+		{"grant outlived its resource", input(t, granted, []string{res}, nil, time.Time{}), false, []string{"unknown resource"}},
+		{"not granted", input(t, granted, []string{other}, resources, time.Time{}), false, []string{"not granted"}},
+		{"inactive and not granted", input(t, inactive, []string{other}, resources, time.Time{}), false, []string{"inactive user", "not granted"}},
+		{"expired", input(t, expired, []string{res}, resources, now), false, []string{"expired"}},
+		{"granted via a group", input(t, member, []string{res}, resources, now), true, []string{"granted", "granted via group Engineering"}},
+		{"group grant expired", input(t, member, []string{res}, resources, now.Add(time.Nanosecond)), false, []string{"expired"}},
 	}
 	e := mustEngine(t, Embedded())
 	for _, tc := range tests {
@@ -53,7 +54,7 @@ func TestExplain(t *testing.T) {
 // TestExplainCustomPolicies: a policy explains itself with whatever its reasons rule says; one
 // without the rule, or with a rule of another shape, explains with an empty list, not an error.
 func TestExplainCustomPolicies(t *testing.T) {
-	in := Input{User: &User{ID: "u", Active: true}, ResourceIDs: []string{"r"}, Resources: map[string]Resource{"r": {Kind: "model"}}}
+	in := input(t, user("u", true, nil, nil), []string{"r"}, map[string][2]string{"r": {"model", ""}}, time.Time{})
 	tests := []struct {
 		name        string
 		rules       string

@@ -1,147 +1,86 @@
 package policy
 
 import (
-	"context"
-	"slices"
+	"encoding/json"
+	"math"
+	"strconv"
 	"testing"
 	"time"
-	"unsafe"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// TestSharedTermsReadAsLiterals checks that a resource made by NewResource, and grants made
-// from it, give the policy the same input as the plain structs they stand for.
-func TestSharedTermsReadAsLiterals(t *testing.T) {
-	expiry := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	model := NewResource("r", "model", "gpt")
-	tests := []struct {
-		name            string
-		shared, literal Input
-	}{
-		{
-			"never expires",
-			Input{User: &User{ID: "u", Active: true, Grants: map[string]Grant{"r": model.Grant(time.Time{})}}, ResourceIDs: []string{"r"}, Resources: map[string]Resource{"r": model}},
-			Input{User: &User{ID: "u", Active: true, Grants: map[string]Grant{"r": {Name: "gpt"}}}, ResourceIDs: []string{"r"}, Resources: map[string]Resource{"r": {Kind: "model", Name: "gpt"}}},
-		},
-		{
-			"expires",
-			Input{User: &User{ID: "u", Grants: map[string]Grant{"r": model.Grant(expiry)}}, ResourceIDs: []string{"r"}},
-			Input{User: &User{ID: "u", Grants: map[string]Grant{"r": {Name: "gpt", ExpiresAt: expiry}}}, ResourceIDs: []string{"r"}},
-		},
-		{
-			"asked with another",
-			Input{User: &User{ID: "u", Grants: map[string]Grant{"r": model.Grant(time.Time{})}}, ResourceIDs: []string{"r", "x"}, Resources: map[string]Resource{"r": model}},
-			Input{User: &User{ID: "u", Grants: map[string]Grant{"r": {Name: "gpt"}}}, ResourceIDs: []string{"r", "x"}, Resources: map[string]Resource{"r": {Kind: "model", Name: "gpt"}}},
-		},
-		{
-			"held under another id", // a caller's mistake, which must not give the resource's own id
-			Input{ResourceIDs: []string{"y"}, Resources: map[string]Resource{"y": model}},
-			Input{ResourceIDs: []string{"y"}, Resources: map[string]Resource{"y": {Kind: "model", Name: "gpt"}}},
-		},
-		{
-			"granted under another id", // the same mistake: resource_list must key it by "y"
-			Input{User: &User{ID: "u", Grants: map[string]Grant{"y": model.Grant(time.Time{})}}, ResourceIDs: []string{"y"}},
-			Input{User: &User{ID: "u", Grants: map[string]Grant{"y": {Name: "gpt"}}}, ResourceIDs: []string{"y"}},
-		},
-		{
-			"through a group",
-			Input{User: &User{ID: "u", Groups: map[string]Group{"g": {Name: "team", Grants: map[string]Grant{"r": model.Grant(time.Time{})}}}}, ResourceIDs: []string{"r"}},
-			Input{User: &User{ID: "u", Groups: map[string]Group{"g": {Name: "team", Grants: map[string]Grant{"r": {Name: "gpt"}}}}}, ResourceIDs: []string{"r"}},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got, want := tc.shared.value(), tc.literal.value(); got.Compare(want) != 0 {
-				t.Errorf("input = %v, want %v", got, want)
-			}
-		})
-	}
-	if g := model.Grant(expiry); g.term != nil {
-		t.Error("an expiring grant shares the resource's never-expiring value")
-	}
+// The parts of a test's policy input, written as the input is documented.
+
+// grant is one grant of a resource_list: its resource's name, and its expiry (zero: never).
+type grant struct {
+	name    string
+	expires time.Time
 }
 
-// TestNextExpiry checks that the next expiry is the earliest one strictly after now, direct or
-// through a group.
-func TestNextExpiry(t *testing.T) {
-	at := func(h int) time.Time { return time.Date(2030, 1, 1, h, 0, 0, 0, time.UTC) }
-	u := &User{
-		Grants: map[string]Grant{"a": {ExpiresAt: at(3)}, "b": {}, "c": {ExpiresAt: at(9)}},
-		Groups: map[string]Group{"g": {Grants: map[string]Grant{"d": {ExpiresAt: at(5)}, "e": {}}}},
-	}
-	tests := []struct {
-		now, want time.Time
-	}{
-		{at(1), at(3)},
-		{at(3), at(5)}, // a grant expiring at now has expired: the next one counts
-		{at(4), at(5)}, // through the group
-		{at(6), at(9)},
-		{at(9), time.Time{}},
-		{at(10), time.Time{}},
-	}
-	for _, tc := range tests {
-		if got := u.NextExpiry(tc.now); !got.Equal(tc.want) {
-			t.Errorf("NextExpiry(%v) = %v, want %v", tc.now, got, tc.want)
-		}
-	}
-	if got := (&User{Grants: map[string]Grant{"b": {}}}).NextExpiry(at(1)); !got.IsZero() {
-		t.Errorf("NextExpiry of grants that never expire = %v, want zero", got)
-	}
+// group is one of a user's groups.
+type group struct {
+	name   string
+	grants map[string]grant
 }
 
-// TestIntern: a resource made by NewResource gives its own copy of its id, which users' grant
-// maps share; any other id, or a resource made as a literal, gives the id it was given.
-func TestIntern(t *testing.T) {
-	const id = "00000000-0000-4000-8000-000000000001"
-	r := NewResource(id, "model", "gpt")
-	own := r.Intern(id)
-	read := string([]byte(id)) // as a store read makes it: the same text, another copy
-	for _, tc := range []struct {
-		name string
-		r    Resource
-		id   string
-		want *byte // the copy of the text returned
-	}{
-		{"its own id, read again", r, read, unsafe.StringData(own)},
-		{"another id", r, "00000000-0000-4000-8000-000000000002", nil},
-		{"a literal resource", Resource{Kind: "model", Name: "gpt"}, read, unsafe.StringData(read)},
-	} {
-		got := tc.r.Intern(tc.id)
-		if got != tc.id {
-			t.Errorf("%s: Intern(%q) = %q", tc.name, tc.id, got)
-		}
-		if tc.want == nil {
-			tc.want = unsafe.StringData(tc.id)
-		}
-		if unsafe.StringData(got) != tc.want {
-			t.Errorf("%s: Intern(%q) returned another copy of the id than expected", tc.name, tc.id)
-		}
+// nanos is t in Unix nanoseconds, held at the bounds of an int64 as Grantry holds it (an
+// expiry in the year 9999).
+func nanos(t time.Time) json.Number {
+	n := t.UnixNano()
+	switch {
+	case t.After(time.Unix(0, math.MaxInt64)):
+		n = math.MaxInt64
+	case t.Before(time.Unix(0, math.MinInt64)):
+		n = math.MinInt64
 	}
-	if unsafe.StringData(own) == unsafe.StringData(read) {
-		t.Fatal("the test's two copies of the id are one")
-	}
+	return json.Number(strconv.FormatInt(n, 10))
 }
 
-// TestPermittedKeepsNoValue: the user's OPA value that Permitted reads is built for it and not
-// kept (the set built from it answers from then on), while a decision of a replaced policy,
-// which reads the whole user each time, keeps it.
-func TestPermittedKeepsNoValue(t *testing.T) {
-	ctx := context.Background()
-	shipped := mustEngine(t, Embedded())
-	other := mustEngine(t, []Module{{Name: "count.rego", Source: "package grantry.authz\n\nallow if count(input.user.resource_list) == 1\n\nallow_all := allow\n"}})
-	r := NewResource("r", "model", "gpt")
-	in := Input{User: &User{ID: "u", Active: true, Grants: map[string]Grant{"r": r.Grant(time.Time{})}},
-		ResourceIDs: []string{"r"}, Resources: map[string]Resource{"r": r}, Now: time.Now()}
-	ids, err := shipped.Permitted(ctx, in)
-	if err != nil || !slices.Equal(ids, []string{"r"}) {
-		t.Fatalf("Permitted = %v, %v; want [r]", ids, err)
+func resourceList(grants map[string]grant) map[string]any {
+	out := map[string]any{}
+	for id, g := range grants {
+		v := map[string]any{"name": g.name}
+		if !g.expires.IsZero() {
+			v["expires_at"] = nanos(g.expires)
+		}
+		out[id] = v
 	}
-	if in.User.term.Load() != nil {
-		t.Error("Permitted kept the user's value")
-	}
-	if allowed, err := other.Allow(ctx, in); err != nil || !allowed {
-		t.Fatalf("a replaced policy's Allow = %v, %v; want true", allowed, err)
-	}
-	if in.User.term.Load() == nil {
-		t.Error("a replaced policy's decision did not keep the user's value")
-	}
+	return out
 }
+
+// user is input.user.
+func user(id string, active bool, grants map[string]grant, groups map[string]group) map[string]any {
+	gs := map[string]any{}
+	for gid, g := range groups {
+		gs[gid] = map[string]any{"name": g.name, "resource_list": resourceList(g.grants)}
+	}
+	return map[string]any{"id": id, "active": active, "resource_list": resourceList(grants), "groups": gs}
+}
+
+// input is the input of a question about ids, of which resources exist (by id: kind and name),
+// asked about u (nil: no such user) at now (zero: no time).
+func input(tb testing.TB, u map[string]any, ids []string, resources map[string][2]string, now time.Time) ast.Value {
+	tb.Helper()
+	rs := map[string]any{}
+	for _, id := range ids {
+		if r, ok := resources[id]; ok {
+			rs[id] = map[string]any{"kind": r[0], "name": r[1]}
+		}
+	}
+	in := map[string]any{"resource_ids": ids, "resources": rs}
+	if u != nil {
+		in["user"] = u
+	}
+	if !now.IsZero() {
+		in["now"] = nanos(now)
+	}
+	v, err := ast.InterfaceToValue(in)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
+// nanosT is t as the input holds a time.
+func nanosT(t time.Time) *ast.Term { return ast.NumberTerm(nanos(t)) }

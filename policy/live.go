@@ -32,9 +32,8 @@ func Load(ctx context.Context, modules []Module) (*Engine, error) {
 
 // Live is the running policy: an Engine that Replace swaps for another while requests are
 // being decided. The swap is one atomic pointer store, so every decision is made wholly by the
-// old engine or wholly by the new one, and none waits for a reload. It decides, explains and
-// describes itself with whichever engine is current when asked; a caller that needs several
-// answers from one policy takes Engine once and asks it.
+// old engine or wholly by the new one, and none waits for a reload. A caller takes Engine once
+// for all the answers that one policy must give.
 type Live struct {
 	cur      atomic.Pointer[Engine]
 	reloaded atomic.Uint64
@@ -50,19 +49,6 @@ func NewLive(e *Engine) *Live {
 
 // Engine returns the engine running now.
 func (l *Live) Engine() *Engine { return l.cur.Load() }
-
-// Allow is Engine().Allow.
-func (l *Live) Allow(ctx context.Context, in Input) (bool, error) { return l.Engine().Allow(ctx, in) }
-
-// AllowAll is Engine().AllowAll.
-func (l *Live) AllowAll(ctx context.Context, in Input) (bool, error) {
-	return l.Engine().AllowAll(ctx, in)
-}
-
-// Explain is Engine().Explain.
-func (l *Live) Explain(ctx context.Context, in Input) (Explanation, error) {
-	return l.Engine().Explain(ctx, in)
-}
 
 // Revision is Engine().Revision.
 func (l *Live) Revision() string { return l.Engine().Revision() }

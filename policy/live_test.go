@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // Policies for the lifecycle tests: each allows everything or nothing, with a test of its own.
@@ -32,7 +34,10 @@ var (
 	incompletePolicy = []Module{{"authz.rego", "package grantry.authz\nallow := true\n"}}
 )
 
-var anyInput = Input{User: &User{ID: "u", Active: true}, ResourceIDs: []string{"r"}, Resources: map[string]Resource{"r": {}}}
+// anyInput asks about a resource that exists, of a user who holds nothing.
+func anyInput(tb testing.TB) ast.Value {
+	return input(tb, user("u", true, nil, nil), []string{"r"}, map[string][2]string{"r": {"model", "m"}}, time.Time{})
+}
 
 func TestLoad(t *testing.T) {
 	tests := []struct {
@@ -63,7 +68,7 @@ func TestReplace(t *testing.T) {
 	l := NewLive(mustEngine(t, closedPolicy))
 	check := func(step string, wantAllow bool, wantOK, wantFailed uint64, wantRevision string) {
 		t.Helper()
-		got, err := l.Allow(ctx, anyInput)
+		got, err := l.Engine().Decide(ctx, false, anyInput(t))
 		if err != nil || got != wantAllow {
 			t.Errorf("%s: Allow = %v, %v; want %v", step, got, err, wantAllow)
 		}
@@ -107,6 +112,7 @@ func TestReplaceUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	l := NewLive(mustEngine(t, closedPolicy))
 	stop := make(chan struct{})
+	in := anyInput(t)
 	var checks atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
@@ -118,7 +124,7 @@ func TestReplaceUnderLoad(t *testing.T) {
 				default:
 				}
 				e := l.Engine()
-				allowed, err := e.Allow(ctx, anyInput)
+				allowed, err := e.Decide(ctx, false, in)
 				if err != nil {
 					t.Errorf("Allow during a reload: %v", err)
 					return
@@ -128,7 +134,7 @@ func TestReplaceUnderLoad(t *testing.T) {
 					t.Errorf("engine %s answered %v", e.Revision()[:8], allowed)
 					return
 				}
-				if _, err := l.Explain(ctx, anyInput); err != nil {
+				if _, err := l.Engine().Explain(ctx, in); err != nil {
 					t.Errorf("Explain during a reload: %v", err)
 					return
 				}

@@ -37,9 +37,6 @@ const (
 	AllowAllQuery = "data.grantry.authz.allow_all"
 	// ReasonsQuery is the set of strings that explains a decision (POST /provisions/explain).
 	ReasonsQuery = "data.grantry.authz.reasons"
-	// PermittedQuery is the set of the ids of input.resources that the user may use, which
-	// decides all of a user's checks at once; Grantry asks it of the shipped policy only.
-	PermittedQuery = "data.grantry.authz.permitted_resources"
 )
 
 // Module is one Rego source file.
@@ -117,8 +114,6 @@ type Engine struct {
 	allow    rego.PreparedEvalQuery
 	allowAll rego.PreparedEvalQuery
 	reasons  rego.PreparedEvalQuery
-	// permitted is prepared only when the policy is the shipped one (see Permitted).
-	permitted *rego.PreparedEvalQuery
 	// reads is what allow and allow_all read of their input.
 	reads    [2]*Reads
 	revision string
@@ -165,13 +160,6 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 	if e.reasons, err = prepare(ReasonsQuery); err != nil {
 		return nil, err
 	}
-	if isShipped(modules) {
-		pq, err := prepare(PermittedQuery)
-		if err != nil {
-			return nil, err
-		}
-		e.permitted = &pq
-	}
 	return e, nil
 }
 
@@ -194,111 +182,6 @@ func (e *Engine) Decide(ctx context.Context, all bool, input ast.Value) (bool, e
 	return decide(ctx, q, input)
 }
 
-// Allow evaluates the allow rule: may the user use the one resource asked about?
-func (e *Engine) Allow(ctx context.Context, in Input) (bool, error) {
-	return e.decideOn(ctx, e.allow, in)
-}
-
-// AllowAll evaluates the allow_all rule: may the user use every resource asked about?
-func (e *Engine) AllowAll(ctx context.Context, in Input) (bool, error) {
-	return e.decideOn(ctx, e.allowAll, in)
-}
-
-// decideOn evaluates rule q, allow or allow_all, on in as those rules read it (input).
-func (e *Engine) decideOn(ctx context.Context, q rego.PreparedEvalQuery, in Input) (bool, error) {
-	v, err := e.input(in)
-	if err != nil {
-		return false, err
-	}
-	return decide(ctx, q, v)
-}
-
-// input is in as allow and allow_all read it. The shipped policy reads, of the user's grants and
-// of their groups' grants, only those of the resources asked about, so it is given only those
-// (valueAsked; TestAskedInputDecidesAsTheWhole holds the two inputs to the same decisions); any
-// other policy is given them all. A user holding only the grants of some resources (User.Asked)
-// can be decided on only by the shipped policy, about those resources.
-func (e *Engine) input(in Input) (ast.Value, error) {
-	if e.permitted == nil {
-		if err := in.whole(); err != nil {
-			return nil, err
-		}
-		return in.value(), nil
-	}
-	if u := in.User; u != nil && u.Asked != nil && !sameSlice(u.Asked, in.ResourceIDs) {
-		asked := make(map[string]bool, len(u.Asked))
-		for _, id := range u.Asked {
-			asked[id] = true
-		}
-		for _, id := range in.ResourceIDs {
-			if !asked[id] {
-				return nil, fmt.Errorf("user %s was read with the grants of %d resources, not of %s", u.ID, len(u.Asked), id)
-			}
-		}
-	}
-	return in.valueAsked(), nil
-}
-
-// sameSlice reports whether a and b are the same slice, as the check path passes the ids it read
-// a user for and then asks about.
-func sameSlice(a, b []string) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// DecidesPerUser reports whether Permitted can answer: whether the policy is the shipped one.
-func (e *Engine) DecidesPerUser() bool { return e.permitted != nil }
-
-// Permitted decides at once every check of in.User about the resources of in.Resources (its
-// ResourceIDs are not read): it returns, sorted, the ids of those the user may use at in.Now.
-// Given every resource the user holds a grant on, of their own or through a group, it answers
-// each of the user's checks: of the shipped policy, and of no other that Grantry can know of,
-// it is true that allow for [id] holds exactly when id is in this set, and allow_all for ids
-// exactly when there are some and all are in it (a resource the user holds no grant on is never
-// permitted). Only an engine that DecidesPerUser answers; another returns an error.
-func (e *Engine) Permitted(ctx context.Context, in Input) ([]string, error) {
-	if e.permitted == nil {
-		return nil, errors.New("the policy does not decide per user: it is not the shipped one")
-	}
-	if err := in.whole(); err != nil {
-		return nil, err
-	}
-	rs, err := eval(ctx, *e.permitted, in.valueOnce(), rego.EvalVirtualCache(noCache{}))
-	if err != nil {
-		return nil, fmt.Errorf("evaluate policy: %w", err)
-	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return nil, nil // undefined: nothing is permitted
-	}
-	set, ok := rs[0].Expressions[0].Value.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%s is a %T, not a set", PermittedQuery, rs[0].Expressions[0].Value)
-	}
-	ids := make([]string, len(set))
-	for i, v := range set {
-		if ids[i], ok = v.(string); !ok {
-			return nil, fmt.Errorf("%s holds a %T, not a resource id", PermittedQuery, v)
-		}
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
-
-// isShipped reports whether modules decide as the shipped policy does: their modules other than
-// tests have the shipped ones' sources, whatever their names.
-func isShipped(modules []Module) bool {
-	sources := func(mods []Module) []string {
-		var out []string
-		for _, m := range mods {
-			if !m.IsTest() {
-				out = append(out, m.Source)
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	return slices.Equal(sources(modules), sources(Embedded()))
-}
-
 // Revision is the SHA-256 of the policy modules, tests included, in hex.
 func (e *Engine) Revision() string { return e.revision }
 
@@ -319,9 +202,9 @@ func eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value, opts .
 }
 
 // noCache is the virtual document cache of allow and allow_all: a decision reads each rule
-// and function of the policy once per resource asked about, so OPA's cache, made anew for
-// every evaluation, only costs (about a tenth of an evaluation, BenchmarkAllow). Explain
-// keeps OPA's, since reasons reads allow_all several times.
+// and function of the policy about once per resource asked about, so OPA's cache, made anew for
+// every evaluation, only costs (BenchmarkDecide). Explain keeps OPA's, since reasons reads
+// allow_all several times.
 type noCache struct{}
 
 func (noCache) Push()                         {}

@@ -37,10 +37,10 @@ func TestDecisions(t *testing.T) {
 		Grants  map[string]string    `json:"grants"`
 		Expires map[string]time.Time `json:"expires"`
 	}
-	grantsOf := func(g jsonGrants) map[string]Grant {
-		out := make(map[string]Grant, len(g.Grants))
+	grantsOf := func(g jsonGrants) map[string]grant {
+		out := make(map[string]grant, len(g.Grants))
 		for id, name := range g.Grants {
-			out[id] = Grant{Name: name, ExpiresAt: g.Expires[id]}
+			out[id] = grant{name: name, expires: g.Expires[id]}
 		}
 		return out
 	}
@@ -54,9 +54,12 @@ func TestDecisions(t *testing.T) {
 				jsonGrants
 			} `json:"groups"`
 		} `json:"user"`
-		ResourceIDs []string            `json:"resource_ids"`
-		Resources   map[string]Resource `json:"resources"`
-		Now         time.Time           `json:"now"`
+		ResourceIDs []string `json:"resource_ids"`
+		Resources   map[string]struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"resources"`
+		Now time.Time `json:"now"`
 	}
 	var cases []struct {
 		Name     string    `json:"name"`
@@ -75,20 +78,26 @@ func TestDecisions(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
-			in := Input{ResourceIDs: tc.Input.ResourceIDs, Resources: tc.Input.Resources, Now: tc.Input.Now}
-			if u := tc.Input.User; u != nil {
-				in.User = &User{ID: u.ID, Active: u.Active, Grants: grantsOf(u.jsonGrants), Groups: map[string]Group{}}
-				for id, g := range u.Groups {
-					in.User.Groups[id] = Group{Name: g.Name, Grants: grantsOf(g.jsonGrants)}
+			var u map[string]any
+			if ju := tc.Input.User; ju != nil {
+				groups := map[string]group{}
+				for id, g := range ju.Groups {
+					groups[id] = group{name: g.Name, grants: grantsOf(g.jsonGrants)}
 				}
+				u = user(ju.ID, ju.Active, grantsOf(ju.jsonGrants), groups)
 			}
-			allow, err := e.Allow(ctx, in)
+			resources := map[string][2]string{}
+			for id, r := range tc.Input.Resources {
+				resources[id] = [2]string{r.Kind, r.Name}
+			}
+			in := input(t, u, tc.Input.ResourceIDs, resources, tc.Input.Now)
+			allow, err := e.Decide(ctx, false, in)
 			if err != nil || allow != tc.Allow {
-				t.Errorf("Allow = %v, %v; want %v", allow, err, tc.Allow)
+				t.Errorf("allow = %v, %v; want %v", allow, err, tc.Allow)
 			}
-			all, err := e.AllowAll(ctx, in)
+			all, err := e.Decide(ctx, true, in)
 			if err != nil || all != tc.AllowAll {
-				t.Errorf("AllowAll = %v, %v; want %v", all, err, tc.AllowAll)
+				t.Errorf("allow_all = %v, %v; want %v", all, err, tc.AllowAll)
 			}
 		})
 	}
@@ -129,13 +138,12 @@ func TestFailsClosed(t *testing.T) {
 		{"set result", "allow contains 1 if { true }\nallow_all contains 1 if { true }", false},
 		{"runtime error", "allow if { 1 / 0 }\nallow_all if { to_number(\"x\") }", true},
 	}
-	in := Input{User: &User{ID: "u", Active: true, Grants: map[string]Grant{"r": {Name: "n"}}}, ResourceIDs: []string{"r"},
-		Resources: map[string]Resource{"r": {Kind: "model", Name: "n"}}}
+	in := input(t, user("u", true, map[string]grant{"r": {name: "n"}}, nil), []string{"r"}, map[string][2]string{"r": {"model", "n"}}, time.Time{})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := mustEngine(t, []Module{{"p.rego", "package grantry.authz\n" + tc.rules}})
-			for name, decide := range map[string]func(context.Context, Input) (bool, error){"allow": e.Allow, "allow_all": e.AllowAll} {
-				got, err := decide(context.Background(), in)
+			for name, all := range map[string]bool{"allow": false, "allow_all": true} {
+				got, err := e.Decide(context.Background(), all, in)
 				if got || (err != nil) != tc.wantErr {
 					t.Errorf("%s = %v, %v; want false and error=%v", name, got, err, tc.wantErr)
 				}
@@ -149,10 +157,10 @@ func TestFailsClosed(t *testing.T) {
 func TestDeadlineStopsEvaluation(t *testing.T) {
 	slow := "count([x | some x in numbers.range(1, 1000000000)]) > 0"
 	e := mustEngine(t, []Module{{"p.rego", "package grantry.authz\nallow if { " + slow + " }\nallow_all if { " + slow + " }"}})
-	for name, decide := range map[string]func(context.Context, Input) (bool, error){"allow": e.Allow, "allow_all": e.AllowAll} {
+	for name, all := range map[string]bool{"allow": false, "allow_all": true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		start := time.Now()
-		got, err := decide(ctx, Input{ResourceIDs: []string{"r"}})
+		got, err := e.Decide(ctx, all, input(t, nil, []string{"r"}, nil, time.Time{}))
 		cancel()
 		if got || err == nil {
 			t.Errorf("%s = %v, %v; want false and an error", name, got, err)
@@ -248,28 +256,28 @@ func mustEngine(tb testing.TB, mods []Module) *Engine {
 
 // benchInput asks about r00007 (granted) or r99999 (not granted), which exists, of a user who
 // holds grants grants.
-func benchInput(grants int, granted bool) Input {
-	u := &User{ID: "u", Active: true, Grants: make(map[string]Grant, grants)}
+func benchInput(tb testing.TB, grants int, granted bool) ast.Value {
+	own := make(map[string]grant, grants)
 	for i := range grants {
-		id := fmt.Sprintf("r%05d", i)
-		u.Grants[id] = NewResource(id, "model", "name").Grant(time.Time{})
+		own[fmt.Sprintf("r%05d", i)] = grant{name: "name"}
 	}
 	id := "r99999"
 	if granted {
 		id = "r00007"
 	}
-	return Input{User: u, ResourceIDs: []string{id}, Resources: map[string]Resource{id: NewResource(id, "model", "name")}, Now: time.Now()}
+	return input(tb, user("u", true, own, nil), []string{id}, map[string][2]string{id: {"model", "name"}}, time.Now())
 }
 
-func BenchmarkAllow(b *testing.B) {
+// BenchmarkDecide is the evaluation of allow over the whole input of a user of n grants.
+func BenchmarkDecide(b *testing.B) {
 	e := mustEngine(b, Embedded())
 	for _, n := range []int{50, 5000} {
 		for _, granted := range []bool{true, false} {
-			in := benchInput(n, granted)
+			in := benchInput(b, n, granted)
 			b.Run(fmt.Sprintf("grants=%d/granted=%v", n, granted), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if ok, err := e.Allow(context.Background(), in); ok != granted || err != nil {
+					if ok, err := e.Decide(context.Background(), false, in); ok != granted || err != nil {
 						b.Fatal(ok, err)
 					}
 				}

@@ -33,6 +33,12 @@ func (r *Reads) AppendKey(b []byte, input ast.Value) []byte {
 	return b
 }
 
+// The keys of the input that a key and a pruned input read apart.
+var (
+	keyResourceIDs = ast.StringTerm("resource_ids")
+	keyNow         = ast.StringTerm("now")
+)
+
 // The tags of AppendKey and Append.
 const (
 	TagAbsent byte = iota

@@ -103,9 +103,9 @@ func randomInput(rng *rand.Rand, all bool) ast.Value {
 	expiry := func() *ast.Term {
 		switch rng.IntN(4) {
 		case 0:
-			return nanosTerm(baseNow.Add(-30 * time.Minute))
+			return nanosT(baseNow.Add(-30 * time.Minute))
 		case 1:
-			return nanosTerm(baseNow.Add(30 * time.Minute))
+			return nanosT(baseNow.Add(30 * time.Minute))
 		}
 		return nil
 	}
@@ -173,8 +173,8 @@ func randomInput(rng *rand.Rand, all bool) ast.Value {
 		}
 	}
 	in.Insert(keyResourceIDs, ast.ArrayTerm(ids...))
-	in.Insert(keyResources, ast.NewTerm(resources))
-	in.Insert(keyNow, nanosTerm(now))
+	in.Insert(ast.StringTerm("resources"), ast.NewTerm(resources))
+	in.Insert(keyNow, nanosT(now))
 	in.Insert(ast.StringTerm("request"), ast.ObjectTerm(
 		ast.Item(ast.StringTerm("api_key_id"), ast.StringTerm([]string{"k1", "k2"}[rng.IntN(2)]))))
 	return in

@@ -56,11 +56,6 @@ type AccessStore interface {
 	// groups they are a member of and the groups' grants: see Facts. It is UserFactsOf's
 	// answer, in one read.
 	UserFacts(ctx context.Context, orgID, userID string) (Facts, error)
-	// AskedGrants returns, read at one moment, what a question about whether the
-	// organization's user may use resourceIDs reads of the user when it reads only the grants
-	// of those resources (the shipped policy's allow and allow_all): see Asked. It is
-	// AskedOf's answer, in fewer reads.
-	AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (Asked, error)
 
 	// DeleteExpiredGrants removes the grants and group grants of every organization whose
 	// ExpiresAt is not zero and not after now, and returns what it removed. A grant whose
@@ -128,53 +123,6 @@ func GroupIDs(groups []Group) []string {
 		ids[i] = g.ID
 	}
 	return ids
-}
-
-// Asked is what one question reads of a user: of the user's holdings, only the grants of the
-// resources asked about (every group, with only those of its grants).
-type Asked struct {
-	// Held is whether each resource asked about is granted, live or expired, to the user or to
-	// a group of theirs. When one is not, the user is not read (Found and Active are false):
-	// the question is denied without asking the policy, which never permits a resource the
-	// user holds no grant on.
-	Held bool
-	// Found is whether the organization has the user, and Active whether the user is active:
-	// all the policy reads of the user's record.
-	Found, Active bool
-	Holdings
-}
-
-// AskedOf builds Asked from the user's whole facts (UserFactsOf): for a store with no cheaper
-// way, and as the reference AskedGrants is tested against.
-func AskedOf(ctx context.Context, st Store, orgID, userID string, resourceIDs []string) (Asked, error) {
-	f, err := UserFactsOf(ctx, st, orgID, userID)
-	if err != nil {
-		return Asked{}, err
-	}
-	held := make(map[string]bool, len(resourceIDs))
-	for _, id := range resourceIDs {
-		held[id] = false
-	}
-	var a Asked
-	a.Groups = f.Groups
-	for _, g := range f.Grants {
-		if _, ok := held[g.ResourceID]; ok {
-			a.Grants, held[g.ResourceID] = append(a.Grants, g), true
-		}
-	}
-	for _, g := range f.GroupGrants {
-		if _, ok := held[g.ResourceID]; ok {
-			a.GroupGrants, held[g.ResourceID] = append(a.GroupGrants, g), true
-		}
-	}
-	a.Held = true
-	for _, h := range held {
-		a.Held = a.Held && h
-	}
-	if a.Held {
-		a.Found, a.Active = f.Found, f.User.Active
-	}
-	return a, nil
 }
 
 // ExpiredGrants are the grants DeleteExpiredGrants removed.

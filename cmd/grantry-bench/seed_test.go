@@ -15,6 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 
 	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage/bolt"
 )
@@ -99,7 +100,8 @@ func (s seeded) grantryServer(tb testing.TB) *httptest.Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv := httptest.NewServer(api.New(api.Config{Store: store, Decider: engine}))
+	eng := authz.New(authz.Config{Store: store, Policies: policy.NewLive(engine)})
+	srv := httptest.NewServer(api.New(api.Config{Store: eng.Store(), Decider: eng}))
 	tb.Cleanup(srv.Close)
 	return srv
 }

@@ -5,16 +5,16 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/storage"
 )
 
-// watchChanges follows the store's change feed until serve stops, telling srv of every
+// watchChanges follows the store's change feed until serve stops, telling the engine of every
 // organization another process changed and of every moment the feed is known to be up to date.
-func watchChanges(ctx context.Context, feed storage.ChangeFeed, srv *api.Server, log *slog.Logger, cs *closers) {
+func watchChanges(ctx context.Context, feed storage.ChangeFeed, eng *authz.Engine, log *slog.Logger, cs *closers) {
 	cs.goUntilStop(ctx, "change feed", func(ctx context.Context) {
-		if err := feed.WatchChanges(ctx, srv.InvalidateOrg, srv.Synced); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("change feed stopped; caches of other processes' writes may be stale", "error", err.Error())
+		if err := feed.WatchChanges(ctx, eng.Changed, eng.Synced); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("change feed stopped; what other processes write is read from the store", "error", err.Error())
 		}
 	})
 }

@@ -38,6 +38,5 @@ func exposeMetrics(srv *api.Server, decisions *decisionlog.Log, live *policy.Liv
 		srv.InfoGauge("grantry_build_info", "The version, VCS revision and Go version Grantry was built from; always 1.",
 			map[string]string{"version": b.version, "revision": b.revision, "goversion": b.goVersion}),
 		srv.CounterFunc("grantry_policy_reloads_total", "Policies loaded in place of the running one.", u(live.Reloads)),
-		srv.CounterFunc("grantry_policy_reload_failures_total", "Policy reloads refused because the policy did not compile or failed its tests.", u(live.ReloadFailures)),
-		srv.RegisterCacheMetrics())...)
+		srv.CounterFunc("grantry_policy_reload_failures_total", "Policy reloads refused because the policy did not compile or failed its tests.", u(live.ReloadFailures)))...)
 }

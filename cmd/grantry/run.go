@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/internal/config"
 	"github.com/grantry/grantry/internal/jsonlog"
 	"github.com/grantry/grantry/internal/logbuf"
@@ -126,23 +127,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		fmt.Fprintf(stderr, "\nGrantry created organization %q with this API key, shown only this once; keep it now: %s\n\n", api.DefaultOrg, key)
 	}
 
-	srv := api.New(api.Config{Store: store, Decider: live, Decisions: recorder(decisions), Logger: log, AdminToken: cfg.AdminToken,
+	// Every write goes through the engine's store, which keeps what the engine holds right;
+	// other processes' writes arrive through the change feed.
+	eng := authz.New(authz.Config{Store: store, Policies: live, Logger: log, MaxUsers: maxUsers(cfg.CacheEntries), Shared: cfg.MongoURI != ""})
+	srv := api.New(api.Config{Store: eng.Store(), Decider: eng, Decisions: recorder(decisions), Logger: log, AdminToken: cfg.AdminToken,
 		RequestTimeout: cfg.RequestTimeout, RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
-		Integrations: integrations(cfg.Integrations, sealer), CacheEntries: cacheEntries(cfg.CacheEntries),
-		ResidentGrants: cfg.ResidentGrants, SharedStore: cfg.MongoURI != "", GatewayMaxBody: int64(cfg.Gateway.MaxBody)})
+		Integrations: integrations(cfg.Integrations, sealer), GatewayMaxBody: int64(cfg.Gateway.MaxBody)})
 	if err := startGateway(cfg.Gateway, srv, log, cs); err != nil {
 		return err
 	}
 	if err := exposeMetrics(srv, decisions, live, raw); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	if err := keepResident(ctx, srv, log, cs); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	// Writes through the server's store keep its cache right; other processes' writes arrive
-	// through the change feed.
-	startGrantCleanup(ctx, srv.Store(), log, cs)
-	watchChanges(ctx, store, srv, log, cs)
+	watchChanges(ctx, store, eng, log, cs)
+	readIn(ctx, eng, log, cs)
+	startGrantCleanup(ctx, eng.Store(), log, cs)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -248,53 +247,29 @@ func newLogger(w io.Writer, level slog.Level) (*slog.Logger, *logbuf.Writer) {
 	return slog.New(logbuf.Deferred(h, lines)), lines
 }
 
-// cacheEntries turns GRANTRY_CACHE_ENTRIES, where 0 means no cache, into api.Config's, where 0
-// means the default (api.DefaultCacheEntries, which config.DefaultCacheEntries equals) and a
-// negative number no cache.
-func cacheEntries(n int) int {
+// maxUsers turns GRANTRY_CACHE_ENTRIES, where 0 means hold nothing, into authz.Config's
+// MaxUsers, where 0 means the default and a negative number nothing.
+func maxUsers(n int) int {
 	if n == 0 {
 		return -1
 	}
 	return n
 }
 
-// oneIf is a gauge's reading of cond: 1 while it holds, else 0.
-func oneIf(cond func() bool) func() float64 {
-	return func() float64 {
-		if cond() {
-			return 1
+// readIn reads every user and group into the engine's memory in the background, while the
+// server already answers (from the store, meanwhile), and logs what it held. Failing costs only
+// speed: questions then load what they need.
+func readIn(ctx context.Context, eng *authz.Engine, log *slog.Logger, cs *closers) {
+	cs.goUntilStop(ctx, "read-in", func(ctx context.Context) {
+		start := time.Now()
+		read, err := eng.ReadIn(ctx)
+		switch {
+		case ctx.Err() != nil, errors.Is(err, errors.ErrUnsupported):
+		case err != nil:
+			log.Warn("users and groups not read into memory; questions read them from the store as they come", "error", err)
+		default:
+			log.Info("users and groups read into memory", "users", read.Users, "groups", read.Groups,
+				"written_meanwhile", read.Skipped, "every_user", !read.Full, "took", time.Since(start).Round(time.Millisecond).String())
 		}
-		return 0
-	}
-}
-
-// keepResident reads users' grants into the check path's memory (GRANTRY_RESIDENT_GRANTS) in the
-// background, while the server answers from the store, and again once writes have dropped a
-// tenth of them (api.Server.KeepResident, looking every residentCheck), warming the cache
-// after the first (api.Server.WarmCache), and puts grantry_resident_reading and
-// grantry_cache_warming on /metrics. Failing costs only speed: checks then go on reading
-// the store.
-func keepResident(ctx context.Context, srv *api.Server, log *slog.Logger, cs *closers) error {
-	err := errors.Join(
-		srv.GaugeFunc("grantry_resident_reading", "1 while users' grants are being read into memory, at start and again once writes have dropped a tenth of them (checks of users not held meanwhile read the store), else 0.",
-			oneIf(srv.ResidentReading)),
-		srv.GaugeFunc("grantry_cache_warming", "1 from start until the check path's cache has been warmed with the users of the organizations that fit in it (after the first read-in), else 0.",
-			oneIf(srv.Warming)))
-	cs.goUntilStop(ctx, "resident read-in", func(ctx context.Context) {
-		srv.KeepResident(ctx, residentCheck, func(read api.ResidentRead, took time.Duration, err error) {
-			switch {
-			case errors.Is(err, errors.ErrUnsupported): // a store that cannot read them so
-			case err != nil:
-				log.Warn("users' grants not read into memory; checks read them from the store", "error", err)
-			case read.Users > 0 || read.Groups > 0 || read.Full:
-				log.Info("users' grants read into memory", "users", read.Users-read.Dropped, "groups", read.Groups, "grants", read.Grants,
-					"written_meanwhile", read.Dropped, "took", took.Round(time.Millisecond).String(), "every_user", !read.Full)
-			}
-		})
 	})
-	return err
 }
-
-// residentCheck is how often the server looks whether writes have dropped enough users from
-// memory to read them in again.
-const residentCheck = 30 * time.Second

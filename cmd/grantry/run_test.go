@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/internal/config"
 )
 
-// TestCacheEntries checks the translation of GRANTRY_CACHE_ENTRIES into api.Config, and that
-// the two packages agree on the default (config cannot import api, so each names it).
+// TestCacheEntries checks the translation of GRANTRY_CACHE_ENTRIES into authz.Config, and that
+// the two packages agree on the default (config cannot import authz, so each names it).
 func TestCacheEntries(t *testing.T) {
-	if config.DefaultCacheEntries != api.DefaultCacheEntries {
-		t.Errorf("config.DefaultCacheEntries = %d, api.DefaultCacheEntries = %d; they must agree", config.DefaultCacheEntries, api.DefaultCacheEntries)
+	if config.DefaultCacheEntries != authz.DefaultMaxUsers {
+		t.Errorf("config.DefaultCacheEntries = %d, authz.DefaultMaxUsers = %d; they must agree", config.DefaultCacheEntries, authz.DefaultMaxUsers)
 	}
 	for _, tc := range []struct{ setting, want int }{{0, -1}, {1, 1}, {config.DefaultCacheEntries, config.DefaultCacheEntries}} {
-		if got := cacheEntries(tc.setting); got != tc.want {
-			t.Errorf("cacheEntries(%d) = %d, want %d", tc.setting, got, tc.want)
+		if got := maxUsers(tc.setting); got != tc.want {
+			t.Errorf("maxUsers(%d) = %d, want %d", tc.setting, got, tc.want)
 		}
 	}
 }
@@ -42,10 +42,10 @@ func TestTuneGC(t *testing.T) {
 	}
 }
 
-// TestServeReadsGrantsIn: on a restart, users' grants are read into memory and their users kept
-// in the cache, which the log says; /metrics says when each is done, and how many users the
-// index holds, one fewer once a user is written to. (That the server answers, and loses no write, while a read-in is under way is
-// TestWritesDuringReadInAreKept's, in api: here two users are read in at once.)
+// TestServeReadsGrantsIn: on a restart, users and their grants are read into the engine's
+// memory, which the log says; /metrics says when that is done and how many users are held, one
+// fewer once a user is written to. (That what a write reaches while a read-in is under way is
+// not held from it is authz's TestReadInKeepsNothingAWriteReached.)
 func TestServeReadsGrantsIn(t *testing.T) {
 	env := map[string]string{"GRANTRY_DATA_DIR": t.TempDir(), "GRANTRY_BOOTSTRAP_API_KEY": "boot-key"}
 	url, _, stop := startServer(t, env)
@@ -77,19 +77,12 @@ func TestServeReadsGrantsIn(t *testing.T) {
 		}
 		return m[1]
 	}
-	waitUntil(t, 15*time.Second, "the read-in", func() bool { return metric("grantry_resident_reading") == "0" })
-	if !strings.Contains(stderr.String(), `"msg":"users' grants read into memory","users":2,"groups":0,"grants":2`) {
+	waitUntil(t, 15*time.Second, "the read-in", func() bool { return metric("grantry_read_in") == "0" })
+	if !strings.Contains(stderr.String(), `"msg":"users and groups read into memory","users":2,"groups":0,`) {
 		t.Errorf("no line saying two users were read in:\n%s", stderr)
 	}
-	if got := metric("grantry_resident_users"); got != "2" {
-		t.Errorf("grantry_resident_users = %s after the read-in, want 2", got)
-	}
-	waitUntil(t, 15*time.Second, "the cache's warming", func() bool { return metric("grantry_cache_warming") == "0" })
-	if !strings.Contains(stderr.String(), `"msg":"users kept in the check path's cache, with what each may use","users":2,`) {
-		t.Errorf("no line saying two users were kept in the cache:\n%s", stderr)
-	}
-	if got := metric("grantry_cache_users"); got != "2" {
-		t.Errorf("grantry_cache_users = %s after warming, want 2", got)
+	if got := metric("grantry_users_held"); got != "2" {
+		t.Errorf("grantry_users_held = %s after the read-in, want 2", got)
 	}
 	check := func(user string) string {
 		return string(call("/provisions/can_user_access", map[string]string{"user_id": user, "svc_id": model.Model.ID}))
@@ -102,15 +95,18 @@ func TestServeReadsGrantsIn(t *testing.T) {
 	if got := metric("grantry_journal_pending"); got != "1" {
 		t.Errorf("grantry_journal_pending = %s just after a revoke, want 1", got)
 	}
+	if got := metric("grantry_users_held"); got != "1" {
+		t.Errorf("grantry_users_held = %s after ada was written to, want 1", got)
+	}
 	if got := check(ada); got != "false" {
 		t.Errorf("check of ada after the revoke = %s", got)
+	}
+	if got := metric("grantry_users_held"); got != "2" {
+		t.Errorf("grantry_users_held = %s once ada was asked about again, want 2", got)
 	}
 	waitUntil(t, 15*time.Second, "the revoke's apply", func() bool { return metric("grantry_journal_pending") == "0" })
 	if got := metric("grantry_journal_apply_failures_total"); got != "0" {
 		t.Errorf("grantry_journal_apply_failures_total = %s, want 0", got)
-	}
-	if got := metric("grantry_resident_users"); got != "1" {
-		t.Errorf("grantry_resident_users = %s after ada was written to, want 1", got)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)

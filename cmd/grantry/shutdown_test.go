@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/grantry/grantry/api"
+	"github.com/grantry/grantry/authz"
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
@@ -73,7 +74,8 @@ func startServed(t *testing.T, drain time.Duration) *served {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	s := &served{srv: api.New(api.Config{Store: store, Decider: engine, Logger: log, RequestTimeout: time.Minute}),
+	eng := authz.New(authz.Config{Store: store, Policies: policy.NewLive(engine)})
+	s := &served{srv: api.New(api.Config{Store: eng.Store(), Decider: eng, Logger: log, RequestTimeout: time.Minute}),
 		store: store, path: path, key: "boot-key"}
 	cs := &closers{log: log}
 	cs.add("store", func(ctx context.Context) error { s.record("store"); return store.Close(ctx) })

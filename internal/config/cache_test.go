@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestCacheSettings reads GRANTRY_CACHE_ENTRIES, GRANTRY_RESIDENT_GRANTS and GRANTRY_PRELOAD,
-// and refuses, by name, what they cannot be.
+// TestCacheSettings reads GRANTRY_CACHE_ENTRIES and GRANTRY_PRELOAD, and refuses, by name,
+// what they cannot be.
 func TestCacheSettings(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -14,28 +14,20 @@ func TestCacheSettings(t *testing.T) {
 		wantEntries int
 		wantPreload bool
 		wantErr     string // a variable Validate must name, or "" for valid settings
-		wantGrants  int
 	}{
-		{"defaults", nil, DefaultCacheEntries, DefaultPreload, "", DefaultResidentGrants},
-		{"no cache", map[string]string{"GRANTRY_CACHE_ENTRIES": "0"}, 0, DefaultPreload, "", DefaultResidentGrants},
-		{"set", map[string]string{"GRANTRY_CACHE_ENTRIES": "5000", "GRANTRY_PRELOAD": "false"}, 5000, false, "", DefaultResidentGrants},
-		{"preload as a number", map[string]string{"GRANTRY_PRELOAD": "0"}, DefaultCacheEntries, false, "", DefaultResidentGrants},
-		{"negative entries", map[string]string{"GRANTRY_CACHE_ENTRIES": "-1"}, -1, DefaultPreload, "GRANTRY_CACHE_ENTRIES", DefaultResidentGrants},
-		{"entries not a number", map[string]string{"GRANTRY_CACHE_ENTRIES": "many"}, -1, DefaultPreload, "GRANTRY_CACHE_ENTRIES", DefaultResidentGrants},
-		{"preload not a boolean", map[string]string{"GRANTRY_PRELOAD": "sometimes"}, DefaultCacheEntries, DefaultPreload, "GRANTRY_PRELOAD", DefaultResidentGrants},
-		{"no resident grants", map[string]string{"GRANTRY_RESIDENT_GRANTS": "0"}, DefaultCacheEntries, DefaultPreload, "", 0},
-		{"resident grants set", map[string]string{"GRANTRY_RESIDENT_GRANTS": "1000"}, DefaultCacheEntries, DefaultPreload, "", 1000},
-		{"negative resident grants", map[string]string{"GRANTRY_RESIDENT_GRANTS": "-5"}, DefaultCacheEntries, DefaultPreload, "GRANTRY_RESIDENT_GRANTS", -5},
-		{"resident grants not a number", map[string]string{"GRANTRY_RESIDENT_GRANTS": "all"}, DefaultCacheEntries, DefaultPreload, "GRANTRY_RESIDENT_GRANTS", -1},
+		{"defaults", nil, DefaultCacheEntries, DefaultPreload, ""},
+		{"no cache", map[string]string{"GRANTRY_CACHE_ENTRIES": "0"}, 0, DefaultPreload, ""},
+		{"set", map[string]string{"GRANTRY_CACHE_ENTRIES": "5000", "GRANTRY_PRELOAD": "false"}, 5000, false, ""},
+		{"preload as a number", map[string]string{"GRANTRY_PRELOAD": "0"}, DefaultCacheEntries, false, ""},
+		{"negative entries", map[string]string{"GRANTRY_CACHE_ENTRIES": "-1"}, -1, DefaultPreload, "GRANTRY_CACHE_ENTRIES"},
+		{"entries not a number", map[string]string{"GRANTRY_CACHE_ENTRIES": "many"}, -1, DefaultPreload, "GRANTRY_CACHE_ENTRIES"},
+		{"preload not a boolean", map[string]string{"GRANTRY_PRELOAD": "sometimes"}, DefaultCacheEntries, DefaultPreload, "GRANTRY_PRELOAD"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := FromEnv(env(tc.env))
 			if c.CacheEntries != tc.wantEntries || c.Preload != tc.wantPreload {
 				t.Errorf("CacheEntries, Preload = %d, %v; want %d, %v", c.CacheEntries, c.Preload, tc.wantEntries, tc.wantPreload)
-			}
-			if c.ResidentGrants != tc.wantGrants {
-				t.Errorf("ResidentGrants = %d, want %d", c.ResidentGrants, tc.wantGrants)
 			}
 			err := c.Validate()
 			if tc.wantErr == "" && err != nil {

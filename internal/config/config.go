@@ -36,9 +36,8 @@ type Config struct {
 	DecisionLog     bool // GRANTRY_DECISION_LOG: log every check's decision (decisionlog.go)
 	DecisionLogDays int  // GRANTRY_DECISION_LOG_DAYS: days decisions are kept (decisionlog.go)
 
-	CacheEntries   int  // GRANTRY_CACHE_ENTRIES: users the check path keeps in memory (cache.go)
-	ResidentGrants int  // GRANTRY_RESIDENT_GRANTS: grants read into memory at start (cache.go)
-	Preload        bool // GRANTRY_PRELOAD: read the embedded store's file into memory at start (cache.go)
+	CacheEntries int  // GRANTRY_CACHE_ENTRIES: users the decision engine holds in memory (cache.go)
+	Preload      bool // GRANTRY_PRELOAD: read the embedded store's file into memory at start (cache.go)
 
 	LogLevel slog.Level // GRANTRY_LOG_LEVEL: the least severe level logged (logging.go)
 
@@ -64,9 +63,8 @@ func Default() Config {
 		DecisionLog:     DefaultDecisionLog,
 		DecisionLogDays: DefaultDecisionLogDays,
 
-		CacheEntries:   DefaultCacheEntries,
-		ResidentGrants: DefaultResidentGrants,
-		Preload:        DefaultPreload,
+		CacheEntries: DefaultCacheEntries,
+		Preload:      DefaultPreload,
 
 		LogLevel: DefaultLogLevel,
 
@@ -186,7 +184,6 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("decision_log", c.DecisionLog),
 		slog.Int("decision_log_days", c.DecisionLogDays),
 		slog.Int("cache_entries", c.CacheEntries),
-		slog.Int("resident_grants", c.ResidentGrants),
 		slog.Bool("preload", c.Preload),
 		slog.String("log_level", c.LogLevel.String()),
 		slog.String("gateway_user_header", c.Gateway.UserHeader),

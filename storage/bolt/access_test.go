@@ -13,8 +13,7 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// TestCheckReadsAreOneReading: UserFacts and AskedGrants each read what they return in one
-// transaction, so that a user's membership and the group's grant they read were true together.
+// TestCheckReadsAreOneReading: UserFacts reads what it returns in one transaction, so that a user's membership and the group's grant they read were true together.
 // A writer makes group after group that is granted the resource before the user joins it, and
 // deleted (membership and grant at once) after; while it does, two readers require that every
 // group they find the user in comes with its grant. Read one part after the other (as
@@ -48,10 +47,6 @@ func TestCheckReadsAreOneReading(t *testing.T) {
 		{"UserFacts", func() (storage.Holdings, error) {
 			f, err := s.UserFacts(ctx, org, user)
 			return storage.Holdings{Groups: f.Groups, GroupGrants: f.GroupGrants}, err
-		}},
-		{"AskedGrants", func() (storage.Holdings, error) {
-			a, err := s.AskedGrants(ctx, org, user, []string{resource})
-			return a.Holdings, err
 		}},
 	}
 	var done atomic.Bool

@@ -19,7 +19,7 @@ import (
 // resource, the event and the event's indexes by user and by resource, and took bbolt's two
 // syncs.
 //
-// The reads of one user's grants (UserGrants, UserFacts, AskedGrants) read the journal's
+// The reads of one user's grants (UserGrants, UserFacts) read the journal's
 // pending changes over the data file. Every other read and every other write applies the
 // journal first (Store.view, Store.update, the batcher), so it sees the data file as if each
 // change had been written into it when it was acknowledged.

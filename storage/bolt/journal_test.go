@@ -196,23 +196,6 @@ func TestJournalReadsPendingChanges(t *testing.T) {
 	if !f.Found || len(f.Grants) != 1 || f.Grants[0].ResourceID != jR0 {
 		t.Errorf("UserFacts = %+v, want the grant of %s alone", f, jR0)
 	}
-	for _, tt := range []struct {
-		asked    []string
-		wantHeld bool
-	}{
-		{[]string{jR0}, true},
-		{[]string{jR1}, false},
-		{[]string{jR0, jR1}, false},
-	} {
-		a, err := s.AskedGrants(ctx, jOrg, "u-0", tt.asked)
-		jMust(t, err)
-		if a.Held != tt.wantHeld {
-			t.Errorf("AskedGrants(%v).Held = %t, want %t", tt.asked, a.Held, tt.wantHeld)
-		}
-		if slices.Contains(tt.asked, jR0) != (len(a.Grants) == 1) {
-			t.Errorf("AskedGrants(%v).Grants = %+v", tt.asked, a.Grants)
-		}
-	}
 	if inDataFile(t, s, "u-0", jR0) || !inDataFile(t, s, "u-0", jR1) {
 		t.Fatal("a read of the user's grants applied the journal")
 	}

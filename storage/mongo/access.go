@@ -271,16 +271,6 @@ func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Fa
 	return f, nil
 }
 
-// AskedGrants is storage.AskedOf: the user's whole lists, read as the check path has always
-// read them from MongoDB, and filtered to the resources asked about.
-func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (storage.Asked, error) {
-	a, err := storage.AskedOf(ctx, s, orgID, userID, resourceIDs)
-	if err != nil {
-		return storage.Asked{}, fmt.Errorf("grants of %s asked about: %w", userID, err)
-	}
-	return a, nil
-}
-
 // GroupGrants returns the grants of the groups, ordered by GroupID, then CreatedAt, then
 // ResourceID: one find by equality per group, which FerretDB serves as well as MongoDB.
 func (s *Store) GroupGrants(ctx context.Context, orgID string, groupIDs []string) ([]storage.GroupGrant, error) {

@@ -20,63 +20,19 @@ func testAccess(t *testing.T, open opener) {
 	t.Run("DeleteExpiredGrants", func(t *testing.T) { testDeleteExpiredGrants(t, open) })
 	t.Run("ListAPIKeys", func(t *testing.T) { testListAPIKeys(t, open) })
 	t.Run("IDsThatBeginWithAnother", func(t *testing.T) { testIDsThatBeginWithAnother(t, open) })
-	t.Run("UserFactsAndAskedGrants", func(t *testing.T) { testAskedGrants(t, open) })
+	t.Run("UserFacts", func(t *testing.T) { testUserFacts(t, open) })
 	t.Run("FactsScanner", func(t *testing.T) { testFactsScanner(t, open) })
 }
 
-// testAskedGrants checks AskedGrants against the user's whole lists, filtered to the resources
-// asked about (AskedOf), and against what it must say outright: held or not, found or not; and
-// UserFacts against each part's method (UserFactsOf).
+// testUserFacts checks UserFacts against each part's method (UserFactsOf).
 // u-1 holds 1 (expiring) and 2 of their own, 3 through g-1 and 2 again through g-2; u-2 is a
 // member of g-1 and inactive; u-3 holds none of 1 to 4; u-1 of org-2 holds 9; "a\x00b" holds
 // 4, and "a" (a prefix of its key) does not.
-func testAskedGrants(t *testing.T, open opener) {
+func testUserFacts(t *testing.T, open opener) {
 	s := open(t)
 	ctx := t.Context()
-	many := withAskedWorld(t, s)
+	withFactsWorld(t, s)
 
-	for _, tc := range []struct {
-		org, user   string
-		ids         []string
-		held, found bool
-		grants      int // own and through groups
-	}{
-		{"org-1", "u-1", []string{rid(2)}, true, true, 2},
-		{"org-1", "u-1", []string{rid(1), rid(3), rid(2)}, true, true, 4},
-		{"org-1", "u-1", []string{rid(3), rid(3)}, true, true, 1},
-		{"org-1", "u-1", []string{rid(2), rid(4)}, false, false, 2},
-		{"org-1", "u-1", []string{rid(8)}, false, false, 0},
-		{"org-1", "u-2", []string{rid(3)}, true, true, 1},
-		{"org-1", "u-2", []string{rid(2)}, false, false, 0},
-		{"org-1", "u-3", []string{rid(1)}, false, false, 0},
-		{"org-1", "u-3", many, true, true, 20},
-		{"org-1", "u-3", append([]string{rid(30)}, many...), false, false, 0},
-		{"org-1", "a", many[10:], true, true, 10},
-		{"org-1", "a", []string{rid(4)}, false, false, 0},
-		{"org-1", "a\x00b", []string{rid(4)}, true, true, 1},
-		{"org-1", "nobody", []string{rid(2)}, false, false, 0},
-		{"org-2", "u-1", []string{rid(9)}, true, true, 1},
-		{"org-2", "u-1", []string{rid(2)}, false, false, 0},
-	} {
-		call := fmt.Sprintf("AskedGrants(%s, %q, %v)", tc.org, tc.user, tc.ids)
-		got, err := s.AskedGrants(ctx, tc.org, tc.user, tc.ids)
-		noErr(t, call, err)
-		want, err := storage.AskedOf(ctx, s, tc.org, tc.user, tc.ids)
-		noErr(t, "AskedOf", err)
-		if !tc.held {
-			// Which of the user's lists were read before an unheld resource was seen is not
-			// said; only that it is unheld, and the user not read.
-			got.Grants, got.Groups, got.GroupGrants = nil, nil, nil
-			want.Grants, want.Groups, want.GroupGrants = nil, nil, nil
-		}
-		diff(t, call+" against the whole lists", want, got, equateEmpty)
-		if got.Held != tc.held || got.Found != tc.found || got.Active != (tc.found && tc.user != "u-2") {
-			t.Errorf("%s: held %v, found %v, active %v; want held %v, found %v, active unless u-2", call, got.Held, got.Found, got.Active, tc.held, tc.found)
-		}
-		if tc.held && len(got.Grants)+len(got.GroupGrants) != tc.grants {
-			t.Errorf("%s: %d grants and %d group grants, want %d in all", call, len(got.Grants), len(got.GroupGrants), tc.grants)
-		}
-	}
 	// UserFacts: every part, read at one moment, as each part's method reads it.
 	for _, tc := range []struct {
 		org, user                   string
@@ -104,16 +60,16 @@ func testAskedGrants(t *testing.T, open opener) {
 		}
 	}
 
-	u2, err := s.AskedGrants(ctx, "org-1", "u-2", []string{rid(3)})
-	noErr(t, "AskedGrants(u-2)", err)
+	u2, err := s.UserFacts(ctx, "org-1", "u-2")
+	noErr(t, "UserFacts(u-2)", err)
 	if len(u2.Groups) != 1 || u2.Groups[0].DisplayName != "Ops" {
-		t.Errorf("AskedGrants(u-2) = groups %+v; want Ops", u2.Groups)
+		t.Errorf("UserFacts(u-2) = groups %+v; want Ops", u2.Groups)
 	}
 }
 
-// withAskedWorld adds the users, resources, grants and groups testAskedGrants describes, and
+// withFactsWorld adds the users, resources, grants and groups testUserFacts describes, and
 // returns the ids of the resources 10 to 29.
-func withAskedWorld(t *testing.T, s storage.Store) (many []string) {
+func withFactsWorld(t *testing.T, s storage.Store) (many []string) {
 	t.Helper()
 	ctx := t.Context()
 	withGrantees(t, s) // org-1: u-1, u-2, u-3 and resources 1 to 4; org-2: u-1, u-9 and 9

@@ -1,0 +1,286 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
+)
+
+// Policies gives the policy deciding now; *policy.Live is one.
+type Policies interface {
+	Engine() *policy.Engine
+}
+
+// Config is what an Engine is built from.
+type Config struct {
+	// Store is the store the facts are read from. Writes that change them must go through
+	// Engine.Store, which keeps what the engine holds right.
+	Store storage.Store
+	// Policies gives the running policy.
+	Policies Policies
+	Logger   *slog.Logger
+	// MaxUsers is how many users (and as many groups) the engine holds in memory: 0 means
+	// DefaultMaxUsers; less holds none, and every question reads the store.
+	MaxUsers int
+	// MemoBytes bounds each rule's memo: 0 means DefaultMemoBytes; less remembers nothing.
+	MemoBytes int
+	// Shared says that other processes may change the store (MongoDB): held facts are then
+	// used only within maxStaleness of the change feed's last confirmation (Synced).
+	Shared bool
+}
+
+// The bounds of what the engine holds unless told otherwise.
+const (
+	DefaultMaxUsers  = 1_000_000
+	DefaultMemoBytes = 64 << 20
+)
+
+// Engine decides access questions. It is safe for concurrent use.
+type Engine struct {
+	store    storage.Store
+	policies Policies
+	log      *slog.Logger
+	cache    *cache
+	memo     int
+	shared   bool
+	lastSync atomic.Int64 // when the change feed last confirmed what is held, Unix ns
+	pin      atomic.Pointer[pinned]
+	counters counters
+	wrapped  storage.Store
+	reading  atomic.Bool // a read-in is under way or yet to end (readin.go)
+}
+
+// New returns an engine over cfg's store and policies.
+func New(cfg Config) *Engine {
+	e := &Engine{store: cfg.Store, policies: cfg.Policies, log: cfg.Logger, memo: cfg.MemoBytes, shared: cfg.Shared}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.memo == 0 {
+		e.memo = DefaultMemoBytes
+	}
+	users := cfg.MaxUsers
+	if users == 0 {
+		users = DefaultMaxUsers
+	}
+	e.cache = newCache(users)
+	e.wrapped = changing{Store: cfg.Store, cache: e.cache}
+	if _, ok := cfg.Store.(storage.FactsScanner); ok && users > 0 {
+		e.reading.Store(true) // until ReadIn ends
+	}
+	return e
+}
+
+// Store is the store as the engine's users must write to it: every write that may change a
+// decision drops what the engine holds of what it reaches before it returns.
+func (e *Engine) Store() storage.Store { return e.wrapped }
+
+// pinned returns the policy running now, with its rules' layers, made once per policy.
+func (e *Engine) pinned() *pinned {
+	pe := e.policies.Engine()
+	if p := e.pin.Load(); p != nil && p.engine == pe {
+		return p
+	}
+	p := newPinned(pe, e.memo, &e.counters, e.log)
+	for {
+		old := e.pin.Load()
+		if old != nil && old.engine == pe {
+			return old
+		}
+		if e.pin.CompareAndSwap(old, p) {
+			return p
+		}
+	}
+}
+
+// Decision is the answer to a question.
+type Decision struct {
+	Allowed bool
+	// Revision is the revision of the policy that decided.
+	Revision string
+}
+
+// Decide answers q. A policy that cannot be evaluated denies (and is logged); an error means
+// the store could not be read, and comes with a deny.
+func (e *Engine) Decide(ctx context.Context, q Question) (Decision, error) {
+	p := e.pinned()
+	d := Decision{Revision: p.engine.Revision()}
+	v, err := e.view(ctx, &q)
+	if err != nil {
+		return d, err
+	}
+	d.Allowed = e.decide(ctx, p, v)
+	return d, nil
+}
+
+// decide answers the question of v with p.
+func (e *Engine) decide(ctx context.Context, p *pinned, v *view) bool {
+	allowed, err := p.rule(v.q.All).decide(ctx, v)
+	if err != nil {
+		allowed = false
+	}
+	if allowed {
+		e.counters.decisions[1].Add(1)
+	} else {
+		e.counters.decisions[0].Add(1)
+	}
+	return allowed
+}
+
+// DecideEach answers questions about the organization's users, all with one policy, and
+// returns their answers in order and the policy's revision. It reads each user once.
+func (e *Engine) DecideEach(ctx context.Context, qs []Question) ([]bool, string, error) {
+	p := e.pinned()
+	out := make([]bool, len(qs))
+	for i := range qs {
+		v, err := e.view(ctx, &qs[i])
+		if err != nil {
+			return nil, p.engine.Revision(), err
+		}
+		out[i] = e.decide(ctx, p, v)
+	}
+	return out, p.engine.Revision(), nil
+}
+
+// Explain decides q with allow and gives the policy's reasons, over the whole input.
+func (e *Engine) Explain(ctx context.Context, q Question) (policy.Explanation, error) {
+	p := e.pinned()
+	v, err := e.view(ctx, &q)
+	if err != nil {
+		return policy.Explanation{Revision: p.engine.Revision(), Reasons: []string{policy.ReasonEvaluationFailed}}, err
+	}
+	return p.engine.Explain(ctx, v.input())
+}
+
+// Revision is the revision of the policy deciding now.
+func (e *Engine) Revision() string { return e.pinned().engine.Revision() }
+
+// Modules are the modules of the policy deciding now.
+func (e *Engine) Modules() []policy.Module { return e.pinned().engine.Modules() }
+
+// Memoised reports, of the policy deciding now, whether its allow and its allow_all answers
+// are remembered, and if one is not, why.
+func (e *Engine) Memoised() (allow, allowAll bool, why string) {
+	p := e.pinned()
+	ra, rb := p.engine.Reads(false), p.engine.Reads(true)
+	why = ra.Why()
+	if why == "" {
+		why = rb.Why()
+	}
+	return p.memos[0] != nil, p.memos[1] != nil, why
+}
+
+// Holdings are what a user holds: their own grants and their groups' (of resources that
+// exist), and whether they are active.
+type Holdings struct {
+	Active bool
+	Grants []Held
+	Groups []HeldGroup
+}
+
+// Held is one grant held.
+type Held struct {
+	ResourceID, Name string
+	ExpiresAt        time.Time // zero: never
+}
+
+// HeldGroup is one group of a user, with its grants.
+type HeldGroup struct {
+	ID, Name string
+	Grants   []Held
+}
+
+// ErrNoUser is returned by UserHoldings for a user the organization does not have.
+var ErrNoUser = errors.New("no such user")
+
+// UserHoldings returns what the organization's user holds, as the policy sees it.
+func (e *Engine) UserHoldings(ctx context.Context, orgID, userID string) (Holdings, error) {
+	v, err := e.view(ctx, &Question{OrgID: orgID, UserID: userID})
+	if err != nil {
+		return Holdings{}, err
+	}
+	if v.u == nil {
+		return Holdings{}, ErrNoUser
+	}
+	held := func(gs grants) []Held {
+		out := make([]Held, 0, len(gs))
+		for _, g := range gs {
+			if g.live() {
+				h := Held{ResourceID: g.res.id, Name: g.res.name}
+				if g.expires != 0 {
+					h.ExpiresAt = time.Unix(0, g.expires).UTC()
+				}
+				out = append(out, h)
+			}
+		}
+		return out
+	}
+	h := Holdings{Active: v.u.active, Grants: held(v.u.grants)}
+	for i, id := range v.u.groups {
+		if g := v.groups[i]; g != nil {
+			h.Groups = append(h.Groups, HeldGroup{ID: id, Name: g.name, Grants: held(g.grants)})
+		}
+	}
+	return h, nil
+}
+
+// Counts are the engine's counts since it started, for /metrics.
+type Counts struct {
+	Allowed, Denied              uint64 // decisions; a failed evaluation is a deny, and counted in EvaluationFails too
+	Evaluations, EvaluationFails uint64
+	MemoHits, MemoMisses         uint64 // of the memo of the policy running
+	MemoAnswers                  int    // remembered by it
+	UsersHeld                    int
+	UserHits, UserMisses         uint64 // questions that found their user held, or read the store
+}
+
+// Counts returns the engine's counts.
+func (e *Engine) Counts() Counts {
+	c := Counts{
+		Allowed: e.counters.decisions[1].Load(), Denied: e.counters.decisions[0].Load(),
+		Evaluations: e.counters.evaluations.Load(), EvaluationFails: e.counters.evaluationErrors.Load(),
+		UsersHeld: e.cache.len(), UserHits: e.cache.hits.Load(), UserMisses: e.cache.misses.Load(),
+	}
+	p := e.pin.Load()
+	if p == nil {
+		return c
+	}
+	for _, m := range p.memos {
+		if m != nil {
+			c.MemoHits += m.hits.Load()
+			c.MemoMisses += m.misses.Load()
+			c.MemoAnswers += m.len()
+		}
+	}
+	return c
+}
+
+// ResourceNames returns the names of the organization's resources ids, in their order: "" for
+// an id the organization has no resource of.
+func (e *Engine) ResourceNames(ctx context.Context, orgID string, ids []string) ([]string, error) {
+	cat, err := e.catalog(ctx, e.cache.org(orgID), orgID, e.fresh())
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		if r, ok := cat.resources[id]; ok {
+			names[i] = r.name
+		}
+	}
+	return names, nil
+}
+
+// ResourcesNamed returns the ids of the organization's resources of kind named name, sorted.
+func (e *Engine) ResourcesNamed(ctx context.Context, orgID string, kind storage.Kind, name string) ([]string, error) {
+	cat, err := e.catalog(ctx, e.cache.org(orgID), orgID, e.fresh())
+	if err != nil {
+		return nil, err
+	}
+	return cat.named(string(kind), name), nil
+}

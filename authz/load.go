@@ -1,0 +1,170 @@
+package authz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/grantry/grantry/storage"
+)
+
+// view gathers the facts of q's question, from memory or the store, into a view of its input.
+func (e *Engine) view(ctx context.Context, q *Question) (*view, error) {
+	hold := e.fresh()
+	o := e.cache.org(q.OrgID)
+	cat, err := e.catalog(ctx, o, q.OrgID, hold)
+	if err != nil {
+		return nil, err
+	}
+	u, groups, err := e.user(ctx, o, q.OrgID, q.UserID, cat, hold)
+	if err != nil {
+		return nil, err
+	}
+	return newView(q, cat, u, groups), nil
+}
+
+// catalog returns the organization's catalog, held or read from the store (and kept, if hold).
+func (e *Engine) catalog(ctx context.Context, o *org, orgID string, hold bool) (*catalog, error) {
+	if hold {
+		if cat, ok := e.cache.catalog(o); ok {
+			return cat, nil
+		}
+	}
+	st := e.cache.catalogStamp(o)
+	rs, err := e.store.ListResources(ctx, orgID, "")
+	if err != nil {
+		return nil, fmt.Errorf("resources of %s: %w", orgID, err)
+	}
+	as, err := e.store.ListAuthIntegrations(ctx, orgID)
+	if err != nil {
+		return nil, fmt.Errorf("integrations of %s: %w", orgID, err)
+	}
+	cat := &catalog{resources: make(map[string]*resource, len(rs)), sources: make(map[string]*source, len(as))}
+	for _, r := range rs {
+		cat.resources[r.ID] = newResource(r)
+	}
+	for _, a := range as {
+		cat.sources[a.ID] = newSource(a)
+	}
+	if hold {
+		e.cache.keepCatalog(o, cat, st)
+	}
+	return cat, nil
+}
+
+// user returns the organization's user (nil if there is none) and the user's groups, held or
+// read from the store (and kept, if hold).
+func (e *Engine) user(ctx context.Context, o *org, orgID, userID string, cat *catalog, hold bool) (*user, []*group, error) {
+	if hold {
+		if u, ok := e.cache.user(o, orgID, userID); ok {
+			e.cache.hits.Add(1)
+			if u == nil {
+				return nil, nil, nil
+			}
+			groups, err := e.groupsOf(ctx, o, orgID, u, cat, nil, true)
+			return u, groups, err
+		}
+		e.cache.misses.Add(1)
+	}
+	st := e.cache.userStamp(o, orgID, userID)
+	f, err := e.store.UserFacts(ctx, orgID, userID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("user %s: %w", userID, err)
+	}
+	if !f.Found {
+		if hold {
+			e.cache.keepUser(o, orgID, userID, nil, st, cat)
+		}
+		return nil, nil, nil
+	}
+	read := groupsRead(cat, f)
+	ids := make([]string, len(f.Groups))
+	for i, g := range f.Groups {
+		ids[i] = g.ID
+	}
+	u := newUser(cat, f.User, ids, len(f.Grants), func(add func(string, time.Time)) {
+		for _, g := range f.Grants {
+			add(g.ResourceID, g.ExpiresAt)
+		}
+	})
+	if hold {
+		// The groups read with the user are as fresh as the user, and kept on the same terms.
+		for id, g := range read {
+			e.cache.keepGroup(o, orgID, id, g, st, cat)
+		}
+		e.cache.keepUser(o, orgID, userID, u, st, cat)
+	}
+	groups, err := e.groupsOf(ctx, o, orgID, u, cat, read, hold)
+	return u, groups, err
+}
+
+// groupsRead are the groups of a user's facts, by id.
+func groupsRead(cat *catalog, f storage.Facts) map[string]*group {
+	read := make(map[string]*group, len(f.Groups))
+	for _, g := range f.Groups {
+		gg := f.GroupGrants
+		read[g.ID] = &group{id: g.ID, name: g.DisplayName, grants: grantsOf(cat, 0, func(add func(string, time.Time)) {
+			for _, x := range gg {
+				if x.GroupID == g.ID {
+					add(x.ResourceID, x.ExpiresAt)
+				}
+			}
+		})}
+	}
+	return read
+}
+
+// groupsOf returns u's groups in the order of u.groups: those in read, else held (if hold),
+// else read from the store (and kept, if hold); nil for a group that no longer exists.
+func (e *Engine) groupsOf(ctx context.Context, o *org, orgID string, u *user, cat *catalog, read map[string]*group, hold bool) ([]*group, error) {
+	if len(u.groups) == 0 {
+		return nil, nil
+	}
+	out := make([]*group, len(u.groups))
+	for i, id := range u.groups {
+		if g, ok := read[id]; ok {
+			out[i] = g
+			continue
+		}
+		if hold {
+			if g, ok := e.cache.group(o, orgID, id); ok {
+				out[i] = g
+				continue
+			}
+		}
+		g, err := e.loadGroup(ctx, o, orgID, id, cat, hold)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = g
+	}
+	return out, nil
+}
+
+// loadGroup reads the organization's group from the store (nil if there is none), and keeps it
+// if hold.
+func (e *Engine) loadGroup(ctx context.Context, o *org, orgID, groupID string, cat *catalog, hold bool) (*group, error) {
+	st := e.cache.groupStamp(o)
+	rec, err := e.store.GetOrgGroup(ctx, orgID, groupID)
+	var g *group
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("group %s: %w", groupID, err)
+	default:
+		gg, err := e.store.GroupGrants(ctx, orgID, []string{groupID})
+		if err != nil {
+			return nil, fmt.Errorf("grants of group %s: %w", groupID, err)
+		}
+		g = &group{id: groupID, name: rec.DisplayName, grants: grantsOf(cat, len(gg), func(add func(string, time.Time)) {
+			for _, x := range gg {
+				add(x.ResourceID, x.ExpiresAt)
+			}
+		})}
+	}
+	if hold {
+		e.cache.keepGroup(o, orgID, groupID, g, st, cat)
+	}
+	return g, nil
+}
