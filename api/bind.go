@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-playground/validator/v10"
@@ -57,6 +59,7 @@ const (
 	msgBoolType   = "Input should be a valid boolean"
 	msgIntType    = "Input should be a valid integer"
 	msgObjectType = "Input should be a valid dictionary or object to extract fields from"
+	msgDictType   = "Input should be a valid dictionary"
 	msgUUID       = "Input should be a valid UUID"
 	msgJSON       = "JSON decode error"
 )
@@ -308,11 +311,93 @@ func checkTypes(t reflect.Type, v any, loc []any, problems *[]Problem) any {
 					continue
 				}
 			}
+			if f.Type.Kind() == reflect.Map {
+				known[name] = checkDict(dictLimitsOf(f), fv, append(loc, name), problems)
+				continue
+			}
 			known[name] = checkTypes(f.Type, fv, append(loc, name), problems)
 		}
 		return known
 	}
 	return v
+}
+
+// dictLimits bound an object of strings (a map[string]string field), as its dict tag gives
+// them: `dict:"max=64,keymax=128,valuemax=1024"`; keys are never empty. The validator does not
+// see such a field: its keys are arbitrary text, which its error namespaces cannot carry, so
+// checkDict checks it whole and reports each problem at the key it concerns.
+type dictLimits struct {
+	max, keyMax, valueMax int
+}
+
+func dictLimitsOf(f reflect.StructField) dictLimits {
+	var l dictLimits
+	for rule := range strings.SplitSeq(f.Tag.Get("dict"), ",") {
+		name, v, _ := strings.Cut(rule, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			// A mistake in a tag, which every test that decodes the type meets.
+			panic(fmt.Sprintf("field %s: dict rule %q is not name=number", f.Name, rule))
+		}
+		switch name {
+		case "max":
+			l.max = n
+		case "keymax":
+			l.keyMax = n
+		case "valuemax":
+			l.valueMax = n
+		default:
+			panic(fmt.Sprintf("field %s: unknown dict rule %q", f.Name, rule))
+		}
+	}
+	return l
+}
+
+// checkDict checks the decoded JSON value v as an object of strings within l, as pydantic checks
+// a dict[str, str] whose keys and values are constrained strings. It reports a problem at loc
+// for a value that is not an object or has too many keys (whose members then go unread, as a
+// list's items do), at loc + [key, "[key]"] for a key that is empty or too long, and at
+// loc + [key] for a member that is not a string or is too long. Null is taken as absent. Keys
+// are checked in order, so that the problems come in the same order every time.
+func checkDict(l dictLimits, v any, loc []any, problems *[]Problem) any {
+	add := func(p Problem) {
+		if len(*problems) < maxProblems {
+			*problems = append(*problems, p)
+		}
+	}
+	if v == nil {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		add(Problem{Loc: slices.Clone(loc), Msg: msgDictType, Type: "dict_type"})
+		return nil
+	}
+	if len(obj) > l.max {
+		add(Problem{Loc: slices.Clone(loc), Type: "too_long",
+			Msg: fmt.Sprintf("Dictionary should have at most %s after validation, not %d", plural(strconv.Itoa(l.max), "item"), len(obj))})
+		return map[string]any{}
+	}
+	out := make(map[string]any, len(obj))
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		at := slices.Concat(loc, []any{k})
+		switch n := utf8.RuneCountInString(k); {
+		case n == 0:
+			add(Problem{Loc: slices.Concat(at, []any{"[key]"}), Msg: "String should have at least 1 character", Type: "string_too_short"})
+		case n > l.keyMax:
+			add(Problem{Loc: slices.Concat(at, []any{"[key]"}), Msg: fmt.Sprintf("String should have at most %s", plural(strconv.Itoa(l.keyMax), "character")), Type: "string_too_long"})
+		}
+		s, isString := obj[k].(string)
+		switch {
+		case !isString:
+			add(Problem{Loc: at, Msg: msgStringType, Type: "string_type"})
+		case utf8.RuneCountInString(s) > l.valueMax:
+			add(Problem{Loc: at, Msg: fmt.Sprintf("String should have at most %s", plural(strconv.Itoa(l.valueMax), "character")), Type: "string_too_long"})
+		default:
+			out[k] = s
+		}
+	}
+	return out
 }
 
 // listMax returns the most items the list field f may have (its validate tag's max, before

@@ -87,6 +87,10 @@ func TestInvalidUTF8IsRefused(t *testing.T) {
 	}{
 		{"an imported user's id", "POST", "/users/import", importBody("ada\xff"), len(`{"auth_integration_id":"` + integ + `","users":[{"id":"ada`)},
 		{"a lone surrogate's escape", "POST", "/users/import", importBody(`ada\udfff`), len(`{"auth_integration_id":"` + integ + `","users":[{"id":"ada`)},
+		{"an imported user's attribute key", "POST", "/users/import", `{"auth_integration_id":"` + integ + "\",\"users\":[{\"email\":\"a@x\",\"attributes\":{\"dept\xff\":\"x\"}}]}",
+			len(`{"auth_integration_id":"` + integ + `","users":[{"email":"a@x","attributes":{"dept`)},
+		{"an imported user's attribute value", "POST", "/users/import", `{"auth_integration_id":"` + integ + `","users":[{"email":"a@x","attributes":{"dept":"x\ud800"}}]}`,
+			len(`{"auth_integration_id":"` + integ + `","users":[{"email":"a@x","attributes":{"dept":"x`)},
 		{"a checked user's id", "POST", "/provisions/can_user_access", "{\"user_id\":\"ada\xc3\",\"svc_id\":\"" + model + `"}`, len(`{"user_id":"ada`)},
 		{"a granted user's id", "POST", "/provisions/add_to_user", "{\"user_id\":\"\xed\xa0\x80\",\"svc_id\":\"" + model + `"}`, len(`{"user_id":"`)},
 		{"a model's name", "POST", "/llm_integration/custom_model", "{\"model_name\":\"gpt\xfe\"}", len(`{"model_name":"gpt`)},

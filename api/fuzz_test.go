@@ -66,6 +66,15 @@ var requestTypes = []struct {
 				problems = append(problems, name("users[].id", *u.ID, true))
 			}
 			problems = append(problems, name("users[].email", u.Email, true), name("users[].first", u.First, false), name("users[].last", u.Last, false))
+			if len(u.Attributes) > 64 {
+				return "users[].attributes has more than 64 keys"
+			}
+			for k, v := range u.Attributes {
+				if k == "" {
+					return "users[].attributes has an empty key"
+				}
+				problems = append(problems, text("users[].attributes key", k, 128), text("users[].attributes value", v, 1024))
+			}
 		}
 		return firstOf(problems...)
 	}},
@@ -180,7 +189,7 @@ func firstOf(problems ...string) string {
 // problemTypes are the only 422 types CONTRACT.md and the README name.
 var problemTypes = []string{"missing", "string_type", "uuid_parsing", "list_type", "string_too_short",
 	"string_too_long", "too_short", "too_long", "json_invalid", "model_attributes_type", "bool_type", "int_type",
-	"datetime_parsing", "literal_error"}
+	"datetime_parsing", "literal_error", "dict_type"}
 
 // FuzzDecodeRequests feeds untrusted bytes to the decoder of every request type, the first byte
 // choosing which: it must never panic, must accept only values that keep the type's contract,
@@ -198,7 +207,9 @@ func FuzzDecodeRequests(f *testing.F) {
 		"createAuthIntegrationRequest": {`{"name":"okta","metadata":"{}"}`, `{"name":"okta","metadata":{}}`},
 		"importRequest": {`{"auth_integration_id":"a","users":[{"email":"a@b","first":"A","last":"B"}]}`,
 			`{"auth_integration_id":"a","users":[{"id":"","email":""},{"id":null,"email":"x"},7,{"id":1}]}`,
-			`{"auth_integration_id":"a","users":[]}`},
+			`{"auth_integration_id":"a","users":[]}`,
+			`{"auth_integration_id":"a","users":[{"email":"a@b","attributes":{"title":"Analyst","department":"Engines"}},{"email":"c@d","attributes":{}}]}`,
+			`{"auth_integration_id":"a","users":[{"email":"a@b","attributes":{"":"x","t":7,"u":null,"v":{"w":"x"}}},{"email":"c@d","attributes":"x"},{"email":"e@f","attributes":null}]}`},
 		"createOrgRequest":           {`{"name":"acme"}`, `{"name":"\u0000"}`, "{\"name\":\"ac\xe9me\"}", `{"name":"\udc00"}`},
 		"modelIntegrationRequest":    {`{"provider_key":"sk-test"}`, `{"provider_key":""}`, `{"provider_key":null}`},
 		"vectorDBIntegrationRequest": {`{"api_key":"pc-test","environment":"us-east-1"}`, `{"api_key":"k","environment":7}`},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -53,6 +54,8 @@ type importUser struct {
 	Email string  `json:"email" validate:"required,max=256"`
 	First string  `json:"first" validate:"max=256"`
 	Last  string  `json:"last" validate:"max=256"`
+	// Attributes, when given (even empty), replace the user's; nil keeps them.
+	Attributes map[string]string `json:"attributes" dict:"max=64,keymax=128,valuemax=1024"`
 }
 
 // importUsers upserts users by email within one authentication integration.
@@ -64,7 +67,7 @@ func (s *Server) importUsers(c *gin.Context) {
 	}
 	in := make([]storage.UserImport, len(req.Users))
 	for i, u := range req.Users {
-		in[i] = storage.UserImport{Email: u.Email, First: u.First, Last: u.Last}
+		in[i] = storage.UserImport{Email: u.Email, First: u.First, Last: u.Last, Attributes: u.Attributes}
 		if u.ID != nil {
 			in[i].ID = *u.ID
 		}
@@ -73,6 +76,7 @@ func (s *Server) importUsers(c *gin.Context) {
 	users, err := s.store.ImportUsers(ctx, org, req.AuthIntegrationID, in, s.clock())
 	if err != nil {
 		err = notFound(err, "Auth integration not found.")
+		err = scimAttributes(err)
 		s.writeError(c, conflict(err, "A user id in the import is already used by another user, or differs from the id of the user with that email."))
 		return
 	}
@@ -86,6 +90,16 @@ func (s *Server) importUsers(c *gin.Context) {
 		out[i] = userOf(u, refs)
 	}
 	c.JSON(http.StatusOK, gin.H{"users": out})
+}
+
+// scimAttributes returns a 409 if err is storage.ErrSCIMAttributes, and err otherwise: the
+// identity provider sets the attributes of a SCIM integration's users.
+func scimAttributes(err error) error {
+	if errors.Is(err, storage.ErrSCIMAttributes) {
+		return &Error{Status: http.StatusConflict, Err: err,
+			Detail: "The users of a SCIM integration take their attributes from their identity provider; import them without attributes."}
+	}
+	return err
 }
 
 func (s *Server) listUsers(c *gin.Context) {

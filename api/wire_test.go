@@ -291,6 +291,8 @@ func TestValidationErrors(t *testing.T) {
 		{"remove_svc_id_not_uuid", "/functions/remove", `{"svc_id": "12"}`},
 		{"import_users_problems", "/users/import", `{"auth_integration_id": "a", "users": [{"email": ""}, {"email": "x@y", "id": ""}, {"email": 3}, 7, {"first": "no email"}]}`},
 		{"import_users_empty", "/users/import", `{"auth_integration_id": "a", "users": []}`},
+		{"import_users_attribute_problems", "/users/import",
+			`{"auth_integration_id": "a", "users": [{"email": "", "attributes": {"title": 7, "": "x", "dept": "ok"}}, {"email": "b@x", "attributes": "Engines"}]}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

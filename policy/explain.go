@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // Explanation says what the policy decided about one input, and why.
@@ -29,7 +31,12 @@ func (e *Engine) Explain(ctx context.Context, in Input) (Explanation, error) {
 		ex.Reasons = []string{ReasonEvaluationFailed}
 		return ex, err
 	}
-	input := in.value()
+	return e.ExplainInput(ctx, in.value())
+}
+
+// ExplainInput is Explain of an input given as an OPA value.
+func (e *Engine) ExplainInput(ctx context.Context, input ast.Value) (Explanation, error) {
+	ex := Explanation{Revision: e.revision, Reasons: []string{}}
 	allowed, err := decide(ctx, e.allow, input)
 	if err != nil {
 		ex.Reasons = []string{ReasonEvaluationFailed}

@@ -119,8 +119,10 @@ type Engine struct {
 	reasons  rego.PreparedEvalQuery
 	// permitted is prepared only when the policy is the shipped one (see Permitted).
 	permitted *rego.PreparedEvalQuery
-	revision  string
-	modules   []Module
+	// reads is what allow and allow_all read of their input.
+	reads    [2]*Reads
+	revision string
+	modules  []Module
 }
 
 // New compiles the policy modules (test modules are kept for display but not compiled into the
@@ -151,6 +153,9 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 		return pq, nil
 	}
 	e := &Engine{revision: Revision(modules), modules: slices.Clone(modules)}
+	for i, q := range []string{AllowQuery, AllowAllQuery} {
+		e.reads[i] = analyseReads(compiler, ast.MustParseRef(q))
+	}
 	if e.allow, err = prepare(AllowQuery); err != nil {
 		return nil, err
 	}
@@ -168,6 +173,25 @@ func New(ctx context.Context, modules []Module) (*Engine, error) {
 		e.permitted = &pq
 	}
 	return e, nil
+}
+
+// Reads returns what the rule a question is decided by reads of its input: allow_all's when
+// all, else allow's.
+func (e *Engine) Reads(all bool) *Reads {
+	if all {
+		return e.reads[1]
+	}
+	return e.reads[0]
+}
+
+// Decide evaluates allow_all (when all) or allow on input, failing closed: an undefined
+// result, a result other than the boolean true, or an error is a deny.
+func (e *Engine) Decide(ctx context.Context, all bool, input ast.Value) (bool, error) {
+	q := e.allow
+	if all {
+		q = e.allowAll
+	}
+	return decide(ctx, q, input)
 }
 
 // Allow evaluates the allow rule: may the user use the one resource asked about?

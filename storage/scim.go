@@ -19,6 +19,10 @@ const (
 // integration.
 var ErrUnknownMember = errors.New("member is not a user of the integration")
 
+// ErrSCIMAttributes means an import gave attributes to users of a SCIM integration, whose
+// User.Attributes hold the SCIM document their identity provider keeps.
+var ErrSCIMAttributes = errors.New("the attributes of a SCIM integration's users come from SCIM")
+
 // SCIMStore keeps what SCIM provisioning needs: the bearer tokens of SCIM integrations, and
 // the users and groups an identity provider creates, changes and deletes one at a time.
 //

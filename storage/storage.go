@@ -12,6 +12,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -137,15 +138,18 @@ type UserStore interface {
 	// ImportUsers upserts users into the organization from one of its integrations and returns
 	// the stored users in the order of the input. A user is matched by email within the
 	// integration, ignoring letter case:
-	//   - matched: First and Last are replaced (Email too, which may differ in case); ModifiedAt
-	//     becomes now if any of them changed; ID, ImportedAt and Active are kept. A UserImport.ID
-	//     that differs from the matched user's ID is a conflict.
+	//   - matched: First and Last are replaced (Email too, which may differ in case), and
+	//     Attributes when the item's are not nil; ModifiedAt becomes now if any of them changed;
+	//     ID, ImportedAt and Active are kept. A UserImport.ID that differs from the matched
+	//     user's ID is a conflict.
 	//   - not matched: a new active user with ImportedAt = ModifiedAt = now and the given ID, or
 	//     a new UUID when ID is empty. An ID already used by another user of the organization is
 	//     a conflict.
-	// Later items win over earlier items with the same email. It returns ErrNotFound if the
-	// integration does not exist in the organization, and ErrConflict (changing nothing, where
-	// the store can promise it) on an id conflict.
+	// Attributes are stored as ImportedAttributes encodes them. Later items win over earlier
+	// items with the same email. It returns ErrNotFound if the integration does not exist in
+	// the organization, ErrSCIMAttributes (changing nothing) if it is a SCIM integration and an
+	// item has Attributes, and ErrConflict (changing nothing, where the store can promise it)
+	// on an id conflict.
 	ImportUsers(ctx context.Context, orgID, integrationID string, users []UserImport, now time.Time) ([]User, error)
 	// GetUser returns the organization's user with this id, or ErrNotFound.
 	GetUser(ctx context.Context, orgID, id string) (User, error)
@@ -244,9 +248,13 @@ type User struct {
 	// ExternalID is the identity provider's own id of a user it manages through SCIM; empty
 	// for imported users.
 	ExternalID string
-	// Attributes holds the rest of a SCIM user's attributes (display name, phone numbers, …)
-	// as a JSON object, for SCIM to give back; nil for imported users. It is opaque to the
-	// store, which keeps and returns it byte for byte.
+	// Attributes is a JSON object whose meaning depends on the type of the user's integration:
+	//   - IntegrationSCIM: the rest of the user's SCIM attributes (display name, title, phone
+	//     numbers, the Enterprise User extension under its URN, …), for SCIM to give back;
+	//   - IntegrationImport: the attributes the user was last imported with (an import that
+	//     gives none keeps them), an object of strings as ImportedAttributes encodes it.
+	// It is nil when there are none. The store keeps and returns it byte for byte, and never
+	// mixes the two: ImportUsers refuses attributes for a SCIM integration's users.
 	Attributes []byte
 }
 
@@ -256,6 +264,20 @@ type UserImport struct {
 	Email string
 	First string
 	Last  string
+	// Attributes replaces the user's attributes when it is not nil (an empty map removes
+	// them), and leaves them as they are when it is nil.
+	Attributes map[string]string
+}
+
+// ImportedAttributes encodes an import's attributes as User.Attributes keeps them: a JSON
+// object of strings with its keys in order, or nil when there are none. Both stores encode with
+// it, so that importing the same attributes again is no change.
+func ImportedAttributes(attrs map[string]string) []byte {
+	if len(attrs) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(attrs) // a map of strings always encodes
+	return b
 }
 
 // Grant says that a user may use a resource.

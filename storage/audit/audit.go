@@ -227,9 +227,9 @@ func (s *Store) CreateAuthIntegration(ctx context.Context, a storage.AuthIntegra
 }
 
 // ImportUsers imports the users and records user.created for each new user and user.updated,
-// with before and after, for each user whose email or names changed; users imported unchanged
-// record nothing. The users as they were are read before the import; an import racing with
-// another may therefore attribute a change to the wrong one of the two.
+// with before and after, for each user whose email, names or attributes changed; users
+// imported unchanged record nothing. The users as they were are read before the import; an
+// import racing with another may therefore attribute a change to the wrong one of the two.
 func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, users []storage.UserImport, now time.Time) ([]storage.User, error) {
 	before, err := s.Store.ListUsers(ctx, orgID)
 	if err != nil {
@@ -272,7 +272,7 @@ func userEvents(orgID string, before, after []storage.User) []storage.Event {
 		switch {
 		case !ok:
 			e.Action = ActionUserCreated
-		case old.Email != u.Email || old.First != u.First || old.Last != u.Last || old.Active != u.Active:
+		case userChanged(old, u):
 			e.Action, e.Before = ActionUserUpdated, userSnapshot(old)
 		default:
 			continue

@@ -140,6 +140,16 @@ func TestEveryKindOfChange(t *testing.T) {
 				After: map[string]any{"id": "cyd", "email": "cyd@example.com", "first": "", "last": "", "active": true,
 					"auth_integration_id": "int-1", "auth_integration_name": "hr", "imported_at": "2026-11-22T09:30:01.123Z", "modified_at": "2026-11-22T09:30:01.123Z"}},
 		}},
+		{"user imported with only its attributes changed", func(ctx context.Context, s *audit.Store) error {
+			_, err := s.ImportUsers(ctx, org, "int-1", []storage.UserImport{
+				{Email: "ada@example.com", First: "Ada", Attributes: map[string]string{"department": "Engines"}},
+			}, now.Add(time.Second))
+			return err
+		}, []brief{
+			{Action: "user.updated", TargetKind: "user", TargetID: "ada", UserID: "ada", Actor: actor, RequestID: "req-1", Before: ada,
+				After: map[string]any{"id": "ada", "email": "ada@example.com", "first": "Ada", "last": "", "active": true,
+					"auth_integration_id": "int-1", "auth_integration_name": "hr", "imported_at": "2026-11-22T09:30:00.123Z", "modified_at": "2026-11-22T09:30:01.123Z"}},
+		}},
 		{"granted", func(ctx context.Context, s *audit.Store) error {
 			return s.Grant(ctx, storage.Grant{OrgID: org, UserID: "bob", ResourceID: res, CreatedAt: now})
 		}, []brief{{Action: "grant.created", TargetKind: "user", TargetID: "bob", UserID: "bob", SvcID: res, Actor: actor, RequestID: "req-1",
@@ -166,6 +176,10 @@ func TestEveryKindOfChange(t *testing.T) {
 		}, nil},
 		{"imported unchanged", func(ctx context.Context, s *audit.Store) error {
 			_, err := s.ImportUsers(ctx, org, "int-1", []storage.UserImport{{Email: "bob@example.com"}}, now.Add(time.Second))
+			return err
+		}, nil},
+		{"imported unchanged, with no attributes for a user who has none", func(ctx context.Context, s *audit.Store) error {
+			_, err := s.ImportUsers(ctx, org, "int-1", []storage.UserImport{{Email: "bob@example.com", Attributes: map[string]string{}}}, now.Add(time.Second))
 			return err
 		}, nil},
 	}

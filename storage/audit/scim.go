@@ -73,8 +73,8 @@ func (s *Store) UpdateUser(ctx context.Context, orgID, integrationID, id string,
 	})
 }
 
-// userChanged reports whether anything but the modification time differs. SCIM's other
-// attributes are not in the snapshots, but a change to them is a change all the same.
+// userChanged reports whether anything but the modification time differs. Attributes (SCIM's
+// or an import's) are not in the snapshots, but a change to them is a change all the same.
 func userChanged(a, b storage.User) bool {
 	return a.Email != b.Email || a.First != b.First || a.Last != b.Last || a.Active != b.Active ||
 		a.ExternalID != b.ExternalID || !bytes.Equal(a.Attributes, b.Attributes)

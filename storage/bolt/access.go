@@ -13,6 +13,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt/internal/journal"
 )
 
 // The buckets of group grants and of expiring grants.
@@ -96,11 +97,11 @@ func (s *Store) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, 
 
 // SetGrantRecorded is SetGrant, and journals with the change the events that record makes of
 // the grant as it was: the change and its events are applied together, or neither is (see
-// journal.go). record is called once, and must return events with ids from storage.EntryIDs;
-// a nil record records nothing.
+// journal.go). record is called once, and must return events with ids from
+// storage.EntryIDs; a nil record records nothing.
 func (s *Store) SetGrantRecorded(ctx context.Context, g storage.Grant, record func(prev *storage.Grant) []storage.Event) (*storage.Grant, error) {
 	var prev *storage.Grant
-	err := s.journalChange(ctx, func(tx *bbolt.Tx) (rec journalRecord, err error) {
+	err := s.journalChange(ctx, func(tx *bbolt.Tx) (rec journal.Record, err error) {
 		if prev, rec, err = s.decideGrant(tx, g); err != nil {
 			return rec, err
 		}
@@ -116,7 +117,7 @@ func (s *Store) SetGrantRecorded(ctx context.Context, g storage.Grant, record fu
 // decideGrant reads in tx, and over it the journal's pending changes, what setting g changes:
 // the grant as it was (nil when new), and the record of the change (Changed false if g changes
 // nothing).
-func (s *Store) decideGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant, rec journalRecord, err error) {
+func (s *Store) decideGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant, rec journal.Record, err error) {
 	if tx.Bucket(bucketUsers).Get(key(g.OrgID, g.UserID)) == nil {
 		return nil, rec, storage.ErrUserNotFound
 	}
@@ -127,7 +128,7 @@ func (s *Store) decideGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant,
 	if err != nil {
 		return nil, rec, err
 	}
-	rec = journalRecord{OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, Changed: true, Held: true,
+	rec = journal.Record{OrgID: g.OrgID, UserID: g.UserID, ResourceID: g.ResourceID, Changed: true, Held: true,
 		CreatedAt: millis(g.CreatedAt), ExpiresAt: expiryMillis(g.ExpiresAt)}
 	if ok {
 		was := cur.grant()
@@ -141,8 +142,8 @@ func (s *Store) decideGrant(tx *bbolt.Tx, g storage.Grant) (prev *storage.Grant,
 // currentGrant reads the user's grant of the resource as the journal's pending changes leave
 // it over tx.
 func (s *Store) currentGrant(tx *bbolt.Tx, orgID, userID, resourceID string) (grantRecord, bool, error) {
-	if p, ok := s.journal.pendingGrantOf(orgID, userID, resourceID); ok {
-		return p.rec, p.held, nil
+	if p, ok := s.journal.Grant(orgID, userID, resourceID); ok {
+		return pendingRecord(orgID, userID, resourceID, p), p.Held, nil
 	}
 	return getGrant(tx.Bucket(bucketGrants), key(orgID, userID, resourceID))
 }
@@ -150,40 +151,20 @@ func (s *Store) currentGrant(tx *bbolt.Tx, orgID, userID, resourceID string) (gr
 // journalChange journals the change that decide reads in a read transaction over the journal's
 // pending changes, and returns once it is durable; decide's error, if any, is returned and
 // nothing is journaled. A record that changes no grant and carries no events is not journaled.
-func (s *Store) journalChange(ctx context.Context, decide func(*bbolt.Tx) (journalRecord, error)) error {
+// decide runs under the journal's lock (journal.Journal.Append), which is let go however it
+// returns, a panic of the record function included.
+func (s *Store) journalChange(ctx context.Context, decide func(*bbolt.Tx) (journal.Record, error)) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	j := s.journal
-	if j.nPending.Load() >= j.pendingMax {
-		if err := j.settle(); err != nil {
-			return unavailable(err)
-		}
-	}
-	wait, err := s.decideAndJournal(decide)
-	if err != nil || wait == nil {
-		return err
-	}
-	return wait()
-}
-
-// decideAndJournal is journalChange's part under the journal's op lock, which it releases
-// however decide returns, a panic of the record function included: held on, it would stop
-// every later write. wait is nil if nothing was journaled.
-func (s *Store) decideAndJournal(decide func(*bbolt.Tx) (journalRecord, error)) (wait func() error, err error) {
-	j := s.journal
-	j.op.Lock()
-	defer j.op.Unlock()
-	var rec journalRecord
-	err = unavailable(s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		rec, err = decide(tx)
-		return err
+	return unavailable(s.journal.Append(func() (rec journal.Record, err error) {
+		err = s.db.View(func(tx *bbolt.Tx) error {
+			var err error
+			rec, err = decide(tx)
+			return err
+		})
+		return rec, err
 	}))
-	if err != nil || (!rec.Changed && len(rec.Events) == 0) {
-		return nil, err
-	}
-	return j.appendRecord(rec)
 }
 
 // ResourceGrants returns the resource's grants, ordered by UserID: the order of the
@@ -381,7 +362,7 @@ func appendGroupGrantsInOrder(out []storage.GroupGrant, recs []groupGrantRecord)
 // otherwise wait for it.
 func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error) {
 	var f storage.Facts
-	pending := s.journal.pendingOf(orgID, userID)
+	pending := s.journal.Grants(orgID, userID)
 	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		u, err := getUser(tx, orgID, userID)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -395,7 +376,7 @@ func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Fa
 		if err != nil {
 			return err
 		}
-		f.Grants = userGrantsInOrder(overPending(recs, pending))
+		f.Grants = userGrantsInOrder(overPending(recs, orgID, userID, pending))
 		if f.Groups, err = userGroups(tx, orgID, userID); err != nil || len(f.Groups) == 0 {
 			return err
 		}
@@ -419,10 +400,10 @@ func (s *Store) UserFacts(ctx context.Context, orgID, userID string) (storage.Fa
 func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceIDs []string) (storage.Asked, error) {
 	ids := slices.Compact(slices.Sorted(slices.Values(resourceIDs)))
 	var a storage.Asked
-	pending := s.journal.pendingOf(orgID, userID)
+	pending := s.journal.Grants(orgID, userID)
 	for id := range pending {
 		if _, asked := slices.BinarySearch(ids, id); !asked {
-			delete(pending, id) // pendingOf's map is a copy
+			delete(pending, id) // Grants' map is a copy
 		}
 	}
 	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
@@ -441,7 +422,7 @@ func (s *Store) AskedGrants(ctx context.Context, orgID, userID string, resourceI
 			return err
 		}
 		if len(pending) > 0 {
-			grants = overPending(grants, pending)
+			grants = overPending(grants, orgID, userID, pending)
 			clear(held)
 			for _, g := range grants {
 				i, _ := slices.BinarySearch(ids, g.ResourceID)

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/grantry/grantry/storage/bolt/internal/journal"
 )
 
 // maxBatch bounds the calls one batch commits, so that a burst of writers does not build one
@@ -22,7 +24,7 @@ const maxBatch = 1000
 // grow exactly as commits fall behind.
 type batcher struct {
 	db      *bbolt.DB
-	journal *journal // applied before each batch, whose commit holds its changes back
+	journal *journal.Journal // applied before each batch, whose commit holds its changes back
 	mu      sync.Mutex
 	queue   []batchCall
 	running bool // a goroutine is committing the queue
@@ -54,7 +56,7 @@ func (b *batcher) do(fn func(*bbolt.Tx) error, apart bool) error {
 		return err
 	}
 	if !apart {
-		done, err := b.journal.exclusive()
+		done, err := b.journal.Exclusive()
 		if err != nil {
 			return err
 		}
@@ -91,7 +93,7 @@ func (b *batcher) commitQueue() {
 // and the transaction is tried again without it, as db.Batch does.
 func (b *batcher) commit(calls []batchCall) {
 	if !allApart(calls) {
-		done, err := b.journal.exclusive()
+		done, err := b.journal.Exclusive()
 		if err != nil {
 			for _, c := range calls {
 				c.done <- err

@@ -24,6 +24,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt/internal/journal"
 )
 
 // The buckets. Keys are built by key; the comment says which parts, and what the value is.
@@ -67,7 +68,10 @@ const lockTimeout = time.Second
 type Store struct {
 	db      *bbolt.DB
 	writes  *batcher
-	journal *journal // grants and revokes, acknowledged before they are written into db
+	journal *journal.Journal // grants and revokes, acknowledged before they are written into db
+	// applyFault, when a test sets it, is called in each apply's transaction; an error it
+	// returns fails the apply, as a full disk would.
+	applyFault func() error
 }
 
 // Option changes how Open opens the data file.
@@ -112,6 +116,13 @@ func preloadMapSize(path string) int {
 // if another has, Open fails after about a second with an error that says the file is in use
 // and wraps storage.ErrUnavailable.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	return open(ctx, path, 0, opts...)
+}
+
+// open is Open with the time a journaled change waits before it is applied (zero: the
+// journal's own), which tests lengthen so that what they journal stays pending until they
+// apply it.
+func open(ctx context.Context, path string, applyAfter time.Duration, opts ...Option) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -149,17 +160,19 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
-	j, err := openJournal(db, path+"-journal", options.NoSync)
+	s := &Store{db: db}
+	j, err := s.openJournal(path+"-journal", options.NoSync, applyAfter)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open %s: %w", path, err), db.Close())
 	}
-	return &Store{db: db, writes: &batcher{db: db, journal: j}, journal: j}, nil
+	s.journal, s.writes = j, &batcher{db: db, journal: j}
+	return s, nil
 }
 
 // Close applies the journal and closes it and the data file, waiting for transactions under
 // way.
 func (s *Store) Close(ctx context.Context) error {
-	jerr := s.journal.close()
+	jerr := s.journal.Close()
 	if err := errors.Join(jerr, s.db.Close()); err != nil {
 		return fmt.Errorf("close %s: %w", s.db.Path(), err)
 	}
@@ -185,7 +198,7 @@ func (s *Store) view(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	if err := s.journal.settle(); err != nil {
+	if err := s.journal.Settle(); err != nil {
 		return unavailable(err)
 	}
 	return unavailable(s.db.View(fn))
@@ -204,7 +217,7 @@ func (s *Store) update(ctx context.Context, fn func(*bbolt.Tx) error) error {
 	if err := ctxErr(ctx); err != nil {
 		return err
 	}
-	done, err := s.journal.exclusive()
+	done, err := s.journal.Exclusive()
 	if err != nil {
 		return unavailable(err)
 	}

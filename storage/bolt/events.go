@@ -13,6 +13,7 @@ import (
 
 	"github.com/grantry/grantry/internal/jsonstr"
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt/internal/journal"
 )
 
 // The audit trail: events under key(org, id), indexed by the user and the resource they
@@ -85,7 +86,7 @@ func appendEvents(tx *bbolt.Tx, events []storage.Event) error {
 }
 
 // encodeEvent is e as it is stored, an eventRecord's JSON, with the ids of its keys.
-func encodeEvent(e storage.Event) (journalEvent, error) {
+func encodeEvent(e storage.Event) (journal.Event, error) {
 	data, err := eventRecord{
 		ID: e.ID, OrgID: e.OrgID, Time: millis(e.Time), RequestID: e.RequestID,
 		ActorKind: e.Actor.Kind, ActorID: e.Actor.ID,
@@ -93,9 +94,9 @@ func encodeEvent(e storage.Event) (journalEvent, error) {
 		UserID: e.UserID, SvcID: e.SvcID, Before: e.Before, After: e.After,
 	}.appendJSON(make([]byte, 0, 256+len(e.Before)+len(e.After)))
 	if err != nil {
-		return journalEvent{}, fmt.Errorf("encode event %s: %w", e.ID, err)
+		return journal.Event{}, fmt.Errorf("encode event %s: %w", e.ID, err)
 	}
-	return journalEvent{OrgID: e.OrgID, ID: e.ID, UserID: e.UserID, SvcID: e.SvcID, Data: data}, nil
+	return journal.Event{OrgID: e.OrgID, ID: e.ID, UserID: e.UserID, SvcID: e.SvcID, Data: data}, nil
 }
 
 // appendJSON appends r as json.Marshal writes it, byte for byte, without its reflection: every
@@ -156,7 +157,7 @@ func appendCompactJSON(b, raw []byte) ([]byte, error) {
 
 // appendEvent stores e and its index entries within tx, unless an event of its id is stored
 // already.
-func appendEvent(tx *bbolt.Tx, e journalEvent) error {
+func appendEvent(tx *bbolt.Tx, e journal.Event) error {
 	primary := tx.Bucket(bucketEvents)
 	k := key(e.OrgID, e.ID)
 	if primary.Get(k) != nil {
@@ -173,7 +174,7 @@ func appendEvent(tx *bbolt.Tx, e journalEvent) error {
 
 // recordEvents returns the events that record makes of v, encoded as they are stored; a nil
 // record makes none.
-func recordEvents[T any](record func(T) []storage.Event, v T) ([]journalEvent, error) {
+func recordEvents[T any](record func(T) []storage.Event, v T) ([]journal.Event, error) {
 	if record == nil {
 		return nil, nil
 	}
@@ -181,7 +182,7 @@ func recordEvents[T any](record func(T) []storage.Event, v T) ([]journalEvent, e
 	if err := checkEventIDs(events); err != nil {
 		return nil, fmt.Errorf("record events: %w", err)
 	}
-	out := make([]journalEvent, len(events))
+	out := make([]journal.Event, len(events))
 	for i, e := range events {
 		var err error
 		if out[i], err = encodeEvent(e); err != nil {

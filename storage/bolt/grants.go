@@ -10,6 +10,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/grantry/grantry/storage"
+	"github.com/grantry/grantry/storage/bolt/internal/journal"
 )
 
 // grantRecord is a user's grant. Its key, key(org, user, resource), is what names it: the
@@ -89,14 +90,14 @@ func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID str
 // of whether a grant was removed, as SetGrantRecorded does.
 func (s *Store) RevokeRecorded(ctx context.Context, orgID, userID, resourceID string, record func(removed bool) []storage.Event) (bool, error) {
 	var removed bool
-	err := s.journalChange(ctx, func(tx *bbolt.Tx) (rec journalRecord, err error) {
+	err := s.journalChange(ctx, func(tx *bbolt.Tx) (rec journal.Record, err error) {
 		if tx.Bucket(bucketUsers).Get(key(orgID, userID)) == nil {
 			return rec, storage.ErrUserNotFound
 		}
 		if _, removed, err = s.currentGrant(tx, orgID, userID, resourceID); err != nil {
 			return rec, err
 		}
-		rec = journalRecord{OrgID: orgID, UserID: userID, ResourceID: resourceID, Changed: removed}
+		rec = journal.Record{OrgID: orgID, UserID: userID, ResourceID: resourceID, Changed: removed}
 		rec.Events, err = recordEvents(record, removed)
 		return rec, err
 	})
@@ -143,7 +144,7 @@ func deleteByResource(byResource, primary *bbolt.Bucket, orgID, resourceID strin
 // the apply of every change before it. The pending changes are taken before the data file is
 // read, so a change applied in between is found in both, alike.
 func (s *Store) UserGrants(ctx context.Context, orgID, userID string) ([]storage.Grant, error) {
-	pending := s.journal.pendingOf(orgID, userID)
+	pending := s.journal.Grants(orgID, userID)
 	var recs []grantRecord
 	err := s.viewData(ctx, func(tx *bbolt.Tx) error {
 		var err error
@@ -153,11 +154,12 @@ func (s *Store) UserGrants(ctx context.Context, orgID, userID string) ([]storage
 	if err != nil {
 		return nil, fmt.Errorf("list grants of %s: %w", userID, err)
 	}
-	return userGrantsInOrder(overPending(recs, pending)), nil
+	return userGrantsInOrder(overPending(recs, orgID, userID, pending)), nil
 }
 
-// overPending returns one user's grant records as the pending changes leave them.
-func overPending(recs []grantRecord, pending map[string]pendingGrant) []grantRecord {
+// overPending returns one user's grant records as the journal's pending changes of them,
+// journal.Grants, leave them.
+func overPending(recs []grantRecord, orgID, userID string, pending map[string]journal.Grant) []grantRecord {
 	if len(pending) == 0 {
 		return recs
 	}
@@ -165,12 +167,17 @@ func overPending(recs []grantRecord, pending map[string]pendingGrant) []grantRec
 		_, changed := pending[r.ResourceID]
 		return changed
 	})
-	for _, p := range pending {
-		if p.held {
-			recs = append(recs, p.rec)
+	for id, p := range pending {
+		if p.Held {
+			recs = append(recs, pendingRecord(orgID, userID, id, p))
 		}
 	}
 	return recs
+}
+
+// pendingRecord is the record of a grant as a pending change leaves it.
+func pendingRecord(orgID, userID, resourceID string, p journal.Grant) grantRecord {
+	return grantRecord{OrgID: orgID, UserID: userID, ResourceID: resourceID, CreatedAt: p.CreatedAt, ExpiresAt: p.ExpiresAt}
 }
 
 // userGrantsInOrder returns one user's grant records as grants, in UserGrants' order.

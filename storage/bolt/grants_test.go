@@ -44,7 +44,7 @@ func TestGrantValues(t *testing.T) {
 		return tx.Bucket(bucketGrants).Put(key(org, "old", resource), []byte(old))
 	}))
 
-	must(s.journal.settle()) // what follows reads the data file itself
+	must(s.journal.Settle()) // what follows reads the data file itself
 	must(s.db.View(func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketGrants).Get(key(org, "new", resource))
 		if want := `{"created_at":1767225600000}`; string(v) != want {
@@ -78,7 +78,7 @@ func TestGrantValues(t *testing.T) {
 	if want := []storage.Grant{{OrgID: org, UserID: "old", ResourceID: resource, CreatedAt: at}}; !slices.Equal(mine, want) {
 		t.Errorf("UserGrants after the change = %+v, want %+v", mine, want)
 	}
-	must(s.journal.settle())
+	must(s.journal.Settle())
 	must(s.db.View(func(tx *bbolt.Tx) error {
 		if v := tx.Bucket(bucketGrants).Get(key(org, "old", resource)); bytes.Contains(v, []byte("user_id")) {
 			t.Errorf("stored value of the changed grant = %s, want the times alone", v)

@@ -1,13 +1,8 @@
 package bolt
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -35,11 +30,10 @@ var jAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func journalStore(t *testing.T, dir string) *Store {
 	t.Helper()
 	noSync := func(o *bbolt.Options) { o.NoSync = true } // a crash here is a copy of the files
-	s, err := Open(t.Context(), filepath.Join(dir, "grantry.db"), noSync)
+	s, err := open(t.Context(), filepath.Join(dir, "grantry.db"), time.Hour, noSync)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.journal.delay = time.Hour
 	t.Cleanup(func() {
 		// Bounded, so that a test whose store is stuck (a lock kept) fails rather than hangs.
 		closed := make(chan struct{})
@@ -142,7 +136,7 @@ func TestJournalRecoversAcknowledgedChanges(t *testing.T) {
 	s, dir := journalFixture(t, 3)
 	var ids storage.EntryIDs
 	jGrant(t, s, &ids, "u-0", jR1, time.Time{})
-	jMust(t, s.journal.applyPending()) // u-0 holds jR1 in the data file
+	jMust(t, s.journal.Settle()) // u-0 holds jR1 in the data file
 
 	expires := jAt.Add(24 * time.Hour)
 	jGrant(t, s, &ids, "u-0", jR0, time.Time{})
@@ -183,41 +177,6 @@ func TestJournalRecoversAcknowledgedChanges(t *testing.T) {
 	check("after Close", journalStore(t, dir))
 }
 
-// TestJournalStopsAtADamagedRecord: a record that fails its checksum, as one cut short by a
-// crash does, ends the journal: the changes before it are recovered and it is not.
-func TestJournalStopsAtADamagedRecord(t *testing.T) {
-	s, dir := journalFixture(t, 2)
-	var ids storage.EntryIDs
-	jGrant(t, s, &ids, "u-0", jR0, time.Time{})
-	jGrant(t, s, &ids, "u-1", jR0, time.Time{}) // the last record: damaged below
-	to := crashCopy(t, dir)
-
-	f, err := os.OpenFile(filepath.Join(to, "grantry.db-journal.0"), os.O_RDWR, 0)
-	jMust(t, err)
-	data, err := io.ReadAll(f)
-	jMust(t, err)
-	recs, err := readJournal(bufio.NewReader(bytes.NewReader(data)))
-	jMust(t, err)
-	if len(recs) != 2 {
-		t.Fatalf("journal holds %d records, want 2", len(recs))
-	}
-	end := 0 // of the records
-	for range recs {
-		end += 8 + int(binary.BigEndian.Uint32(data[end:]))
-	}
-	_, err = f.WriteAt([]byte{' '}, int64(end-1)) // the last record's event's closing brace
-	jMust(t, err)
-	jMust(t, f.Close())
-
-	r := journalStore(t, to)
-	if got := granted(t, r, "u-0"); !slices.Equal(got, []string{jR0}) {
-		t.Errorf("grants of u-0 = %v, want %v", got, []string{jR0})
-	}
-	if got := granted(t, r, "u-1"); got != nil {
-		t.Errorf("grants of u-1 = %v, want none: their record was damaged", got)
-	}
-}
-
 // TestJournalReadsPendingChanges: the reads of one user's grants find the journal's pending
 // changes over the data file without applying them; every other read applies them first.
 func TestJournalReadsPendingChanges(t *testing.T) {
@@ -225,7 +184,7 @@ func TestJournalReadsPendingChanges(t *testing.T) {
 	ctx := t.Context()
 	var ids storage.EntryIDs
 	jGrant(t, s, &ids, "u-0", jR1, time.Time{})
-	jMust(t, s.journal.applyPending())
+	jMust(t, s.journal.Settle())
 	jGrant(t, s, &ids, "u-0", jR0, time.Time{})
 	jRevoke(t, s, &ids, "u-0", jR1)
 
@@ -290,55 +249,6 @@ func TestJournalIsOrderedWithOtherWrites(t *testing.T) {
 	}
 }
 
-// TestJournalTakesTurnsBetweenFiles: past rotateAt, the records go to the other file once every
-// record in it is applied, over what it held; the files stay small, and a crash at any point
-// loses nothing acknowledged.
-func TestJournalTakesTurnsBetweenFiles(t *testing.T) {
-	s, dir := journalFixture(t, 4)
-	s.journal.rotateAt, s.journal.growBy = 2<<10, 512
-	var ids storage.EntryIDs
-	held := map[string]bool{}
-	rng := rand.New(rand.NewPCG(1, 2))
-	sizes := func() (n [2]int64) {
-		for i := range n {
-			info, err := os.Stat(filepath.Join(dir, fmt.Sprintf("grantry.db-journal.%d", i)))
-			jMust(t, err)
-			n[i] = info.Size()
-		}
-		return n
-	}
-	for i := range 400 {
-		u, r := fmt.Sprintf("u-%d", rng.IntN(4)), []string{jR0, jR1}[rng.IntN(2)]
-		if held[u+r] {
-			jRevoke(t, s, &ids, u, r)
-		} else {
-			jGrant(t, s, &ids, u, r, time.Time{})
-		}
-		held[u+r] = !held[u+r]
-		if i%5 == 4 {
-			jMust(t, s.journal.applyPending())
-		}
-		if i%50 == 22 { // between two applies
-			c := journalStore(t, crashCopy(t, dir))
-			for k, want := range held {
-				u, r := k[:3], k[3:]
-				if got := slices.Contains(granted(t, c, u), r); got != want {
-					t.Fatalf("after %d changes and a crash: %s holds %s = %t, want %t", i+1, u, r, got, want)
-				}
-			}
-			jMust(t, c.Close(t.Context()))
-		}
-	}
-	n := sizes()
-	if n[0] == 0 || n[1] == 0 {
-		t.Errorf("journal file sizes %v: want both written", n)
-	}
-	// Written without starting over, the two would hold every record: 400 of about 350 bytes.
-	if limit := 3*s.journal.rotateAt + s.journal.growBy; n[0] > limit || n[1] > limit {
-		t.Errorf("journal file sizes %v: want each at most %d, as each is written over from its start", n, limit)
-	}
-}
-
 // TestJournalUnderConcurrentChanges: writers each change their own user's grants while the
 // journal is applied over and over; every user ends with the grants of their last changes, in
 // the store and after a crash.
@@ -352,7 +262,7 @@ func TestJournalUnderConcurrentChanges(t *testing.T) {
 	var applier sync.WaitGroup
 	applier.Go(func() {
 		for !done.Load() {
-			if err := s.journal.applyPending(); err != nil {
+			if err := s.journal.Settle(); err != nil {
 				t.Error(err)
 				return
 			}
@@ -410,84 +320,6 @@ func TestJournalUnderConcurrentChanges(t *testing.T) {
 	check("after a crash", journalStore(t, crashCopy(t, dir)))
 }
 
-// TestJournalRecordEncoding: a record reads back as it was written, and no part of one reads
-// as a record.
-func TestJournalRecordEncoding(t *testing.T) {
-	records := []journalRecord{
-		{Seq: 1, OrgID: jOrg, UserID: "u-0", ResourceID: jR0},
-		{Seq: 1 << 40, OrgID: jOrg, UserID: "a\x00b", ResourceID: jR1, Changed: true, Held: true, CreatedAt: 1767225600000, ExpiresAt: -1,
-			Events: []journalEvent{
-				{OrgID: jOrg, ID: "e-1", UserID: "a\x00b", SvcID: jR1, Data: []byte(`{"id":"e-1"}`)},
-				{OrgID: jOrg, ID: "e-2", Data: []byte(`{}`)},
-			}},
-		{Seq: 7, OrgID: jOrg, UserID: "u-0", ResourceID: jR0, Changed: true},
-	}
-	for _, want := range records {
-		b := want.appendTo(nil)
-		got, err := decodeRecord(b)
-		if err != nil {
-			t.Fatalf("decode %+v: %v", want, err)
-		}
-		if len(want.Events) == 0 {
-			want.Events = []journalEvent{}
-		}
-		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
-			t.Errorf("decoded %+v, want %+v", got, want)
-		}
-		for n := range len(b) {
-			if _, err := decodeRecord(b[:n]); err == nil {
-				t.Errorf("the first %d of %d bytes of %+v decoded as a record", n, len(b), want)
-			}
-		}
-		if _, err := decodeRecord(append(b, 0)); err == nil {
-			t.Errorf("%+v with a byte after it decoded as a record", want)
-		}
-	}
-}
-
-// TestReadJournalEndsAtTheTurnBefore: a file's records are read while each is whole, of this
-// format and next in sequence; the first that is not is where the file was last written up to.
-func TestReadJournalEndsAtTheTurnBefore(t *testing.T) {
-	frame := func(payload []byte) []byte {
-		b := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
-		return append(binary.BigEndian.AppendUint32(b, crc32.Checksum(payload, castagnoli)), payload...)
-	}
-	rec := func(seq uint64) []byte {
-		r := journalRecord{Seq: seq, OrgID: jOrg, UserID: "u-0", ResourceID: jR0, Changed: true}
-		return frame(r.appendTo(nil))
-	}
-	otherFormat := rec(9)
-	otherFormat[8] = recordFormat + 1 // the payload's first byte
-	otherFormat = frame(otherFormat[8:])
-	tests := []struct {
-		name string
-		file [][]byte
-		want []uint64
-	}{
-		{"records then zeros", [][]byte{rec(3), rec(4), make([]byte, 64)}, []uint64{3, 4}},
-		{"records then an earlier turn's", [][]byte{rec(7), rec(8), rec(2), rec(3)}, []uint64{7, 8}},
-		{"records then one of another format", [][]byte{rec(7), otherFormat, rec(10)}, []uint64{7}},
-		{"records then JSON of the first form", [][]byte{rec(7), frame([]byte(`{"seq":1}`)), rec(10)}, []uint64{7}},
-		{"a record cut short", [][]byte{rec(5), rec(6)[:20]}, []uint64{5}},
-		{"empty", nil, nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			recs, err := readJournal(bufio.NewReader(bytes.NewReader(bytes.Join(tt.file, nil))))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []uint64
-			for _, r := range recs {
-				got = append(got, r.Seq)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("read %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestJournalSurvivesAPanickingRecord: a record function that panics fails its own change and
 // no other: the journal's lock is let go, and the next change goes through.
 func TestJournalSurvivesAPanickingRecord(t *testing.T) {
@@ -517,33 +349,9 @@ func TestJournalSurvivesAPanickingRecord(t *testing.T) {
 	}
 }
 
-// TestJournalAppliesWhenFull: a change that finds pendingMax changes pending applies them
-// before it is journaled, so the journal never holds more, however long its apply waits.
-func TestJournalAppliesWhenFull(t *testing.T) {
-	s, _ := journalFixture(t, 4)
-	s.journal.pendingMax = 3
-	var ids storage.EntryIDs
-	for i := range 3 {
-		jGrant(t, s, &ids, fmt.Sprintf("u-%d", i), jR0, time.Time{})
-	}
-	if got := s.JournalPending(); got != 3 || inDataFile(t, s, "u-0", jR0) {
-		t.Fatalf("after 3 grants: %d pending, u-0's in the data file %t; want 3 and false", got, inDataFile(t, s, "u-0", jR0))
-	}
-	jGrant(t, s, &ids, "u-3", jR0, time.Time{})
-	if got := s.JournalPending(); got != 1 {
-		t.Errorf("after a 4th grant: %d pending, want 1 (the 4th)", got)
-	}
-	for i := range 3 {
-		if u := fmt.Sprintf("u-%d", i); !inDataFile(t, s, u, jR0) {
-			t.Errorf("%s's grant is not in the data file after the journal was full", u)
-		}
-	}
-}
-
 // TestJournalApplyFailure: an apply that fails leaves its changes pending and counted, and the
 // reads of a user's grants still see them; every other read and every other write fails as
-// unavailable, with the apply's error, until an apply succeeds; the scheduled apply tries
-// again, and once it succeeds nothing is lost.
+// unavailable, with the apply's error, until an apply succeeds; once one does, nothing is lost.
 func TestJournalApplyFailure(t *testing.T) {
 	s, _ := journalFixture(t, 2)
 	ctx := t.Context()
@@ -551,14 +359,16 @@ func TestJournalApplyFailure(t *testing.T) {
 	fault := errors.New("no space left on device")
 	var failing atomic.Bool
 	failing.Store(true)
-	s.journal.applyFault = func() error {
+	s.applyFault = func() error {
 		if failing.Load() {
 			return fault
 		}
 		return nil
 	}
 	jGrant(t, s, &ids, "u-0", jR0, time.Time{})
-	s.journal.applyLater() // the scheduled apply
+	if err := s.journal.Settle(); !errors.Is(err, fault) {
+		t.Fatalf("apply with the fault: error = %v, want the fault", err)
+	}
 	if got := s.JournalApplyFailures(); got != 1 {
 		t.Errorf("after a failed apply: %d failures counted, want 1", got)
 	}
@@ -577,24 +387,17 @@ func TestJournalApplyFailure(t *testing.T) {
 	_, err := s.ListGrants(ctx, jOrg)
 	unavailable("ListGrants", err)
 	unavailable("CreateResource", s.CreateResource(ctx, storage.Resource{OrgID: jOrg, ID: "00000000-0000-4000-8000-000000000003", Kind: storage.KindModel, Source: storage.SourceCustom, Name: "m-3", CreatedAt: jAt}))
-	s.journal.mu.Lock()
-	rescheduled := s.journal.timer != nil
-	s.journal.mu.Unlock()
-	if !rescheduled {
-		t.Fatal("a failed apply did not schedule another")
-	}
 
 	failing.Store(false)
-	s.journal.applyLater()
-	if got := s.JournalPending(); got != 0 || !inDataFile(t, s, "u-0", jR0) {
-		t.Errorf("after the apply succeeded: %d pending, in the data file %t; want 0 and true", got, inDataFile(t, s, "u-0", jR0))
-	}
 	gs, err := s.ListGrants(ctx, jOrg)
 	jMust(t, err)
 	if len(gs) != 1 || gs[0].UserID != "u-0" || gs[0].ResourceID != jR0 {
 		t.Errorf("grants after the apply succeeded: %+v, want u-0's of %s", gs, jR0)
 	}
-	// The scheduled apply, and the one each of ListGrants and CreateResource tried first.
+	if got := s.JournalPending(); got != 0 || !inDataFile(t, s, "u-0", jR0) {
+		t.Errorf("after the apply succeeded: %d pending, in the data file %t; want 0 and true", got, inDataFile(t, s, "u-0", jR0))
+	}
+	// The first apply, and the one each of ListGrants and CreateResource tried first.
 	if got := s.JournalApplyFailures(); got != 3 {
 		t.Errorf("failures counted after the apply succeeded: %d, want 3", got)
 	}

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -46,9 +47,9 @@ func emailKey(orgID, integrationID, email string) []byte {
 
 // ImportUsers upserts users into the organization from one of its integrations and returns the
 // stored users in the order of the input, as storage.UserStore describes. The whole import is
-// one transaction: on an id conflict nothing is changed. Items are applied in order, each seeing
-// what the earlier ones wrote, which is how a later item with the same email wins; every place
-// in the result holds the user as stored at the end.
+// one transaction: on an id conflict, or attributes for a SCIM integration, nothing is changed.
+// Items are applied in order, each seeing what the earlier ones wrote, which is how a later item
+// with the same email wins; every place in the result holds the user as stored at the end.
 func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, items []storage.UserImport, now time.Time) ([]storage.User, error) {
 	var out []storage.User
 	err := s.update(ctx, func(tx *bbolt.Tx) error {
@@ -61,6 +62,9 @@ func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, it
 		for i, item := range items {
 			// Errors name the item by its place, not its email, which is personal data and
 			// would end up in logs.
+			if item.Attributes != nil && integration.Type == storage.IntegrationSCIM {
+				return fmt.Errorf("item %d: %w", i, storage.ErrSCIMAttributes)
+			}
 			id, err := importUser(users, emails, integration, item, millis(now))
 			if err != nil {
 				return fmt.Errorf("item %d: %w", i, err)
@@ -96,10 +100,14 @@ func importUser(users, emails *bbolt.Bucket, integration storage.AuthIntegration
 		if item.ID != "" && item.ID != rec.ID {
 			return "", fmt.Errorf("id %s given for user %s: %w", item.ID, rec.ID, storage.ErrConflict)
 		}
-		if rec.Email == item.Email && rec.First == item.First && rec.Last == item.Last {
+		attrs := rec.Attributes
+		if item.Attributes != nil {
+			attrs = storage.ImportedAttributes(item.Attributes)
+		}
+		if rec.Email == item.Email && rec.First == item.First && rec.Last == item.Last && bytes.Equal(rec.Attributes, attrs) {
 			return rec.ID, nil
 		}
-		rec.Email, rec.First, rec.Last, rec.ModifiedAt = item.Email, item.First, item.Last, now
+		rec.Email, rec.First, rec.Last, rec.Attributes, rec.ModifiedAt = item.Email, item.First, item.Last, attrs, now
 		return rec.ID, put(users, key(orgID, rec.ID), rec)
 	}
 
@@ -116,6 +124,7 @@ func importUser(users, emails *bbolt.Bucket, integration storage.AuthIntegration
 	return id, put(users, key(orgID, id), userRecord{
 		OrgID: orgID, ID: id, Email: item.Email, First: item.First, Last: item.Last, Active: true,
 		IntegrationID: integration.ID, IntegrationName: integration.Name, ImportedAt: now, ModifiedAt: now,
+		Attributes: storage.ImportedAttributes(item.Attributes),
 	})
 }
 

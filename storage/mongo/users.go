@@ -1,6 +1,7 @@
 package mongo
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -130,6 +131,9 @@ func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, us
 	touched := make([]*importEntry, len(users))
 	var created, matched []*importEntry
 	for i, u := range users {
+		if u.Attributes != nil && integ.Type == storage.IntegrationSCIM {
+			return nil, fmt.Errorf("import users: item %d: %w", i, storage.ErrSCIMAttributes)
+		}
 		k := emailKey(u.Email)
 		e, ok := byEmail[k]
 		if ok {
@@ -142,6 +146,9 @@ func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, us
 				matched = append(matched, e)
 			}
 			e.doc.Email, e.doc.First, e.doc.Last = u.Email, u.First, u.Last
+			if u.Attributes != nil {
+				e.doc.Attributes = storage.ImportedAttributes(u.Attributes)
+			}
 		} else {
 			id := u.ID
 			if id == "" {
@@ -163,6 +170,7 @@ func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, us
 				IntegrationName: integ.Name,
 				ImportedAt:      now,
 				ModifiedAt:      now,
+				Attributes:      storage.ImportedAttributes(u.Attributes),
 			}}
 			byEmail[k] = e
 			created = append(created, e)
@@ -182,7 +190,7 @@ func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, us
 	var updates []mongo.WriteModel
 	for _, e := range matched {
 		d, o := &e.doc, e.orig
-		if d.Email == o.Email && d.First == o.First && d.Last == o.Last {
+		if d.Email == o.Email && d.First == o.First && d.Last == o.Last && bytes.Equal(d.Attributes, o.Attributes) {
 			continue // unchanged, or changed back by a later item: ModifiedAt stays
 		}
 		d.ModifiedAt = now
@@ -190,6 +198,7 @@ func (s *Store) ImportUsers(ctx context.Context, orgID, integrationID string, us
 			{Key: "email", Value: d.Email},
 			{Key: "first", Value: d.First},
 			{Key: "last", Value: d.Last},
+			{Key: "attributes", Value: d.Attributes},
 			{Key: "modified_at", Value: d.ModifiedAt},
 			{Key: "version", Value: newVersion()},
 		}

@@ -380,6 +380,19 @@ func testSCIMUpdateUser(t *testing.T, open opener) {
 		want.First, want.ModifiedAt = "Cyrus", at(9)
 		again := importUsers(t, s, "org-1", "scim-2", at(9), storage.UserImport{Email: "cy@example.com", First: "Cyrus"})[0]
 		diff(t, "ImportUsers after UpdateUser", want, again)
+
+		// A SCIM integration's users keep their SCIM document in Attributes: an import that would
+		// replace it with attributes of its own is refused whole, even with an empty map.
+		_, err = s.ImportUsers(ctx, "org-1", "scim-2", []storage.UserImport{
+			{Email: "new@example.com", First: "N"},
+			{Email: "cy@example.com", First: "Cy", Attributes: map[string]string{}},
+		}, at(10))
+		wantErr(t, "ImportUsers(attributes into a SCIM integration)", err, storage.ErrSCIMAttributes)
+		got, err := s.GetUser(ctx, "org-1", "u-7")
+		noErr(t, "GetUser after a refused import", err)
+		diff(t, "the user after a refused import", want, got)
+		_, err = s.UserByEmail(ctx, "org-1", "scim-2", "new@example.com")
+		wantErr(t, "UserByEmail(a user of the refused import)", err, storage.ErrNotFound)
 	})
 }
 

@@ -41,6 +41,13 @@ func checkUsers(tb testing.TB, s storage.Store, org string, want []storage.User)
 	}
 }
 
+// sortedUsers returns users imported at the same time in ListUsers order, by ID.
+func sortedUsers(users ...storage.User) []storage.User {
+	return slices.SortedFunc(slices.Values(users), func(a, b storage.User) int {
+		return cmp.Or(a.ImportedAt.Compare(b.ImportedAt), cmp.Compare(a.ID, b.ID))
+	})
+}
+
 func testUsers(t *testing.T, open opener) {
 	t.Run("ImportNew", func(t *testing.T) {
 		s := open(t)
@@ -105,6 +112,62 @@ func testUsers(t *testing.T, open opener) {
 			checkUsers(t, s, "org-1", []storage.User{want, other})
 			user = want
 		}
+	})
+
+	t.Run("Attributes", func(t *testing.T) {
+		s := open(t)
+		withIntegrations(t, s)
+		ann := storage.UserImport{Email: "ann@example.com", First: "Ann",
+			Attributes: map[string]string{"title": "Analyst", "department": "Engines", "café": "crème"}}
+		user := importUsers(t, s, "org-1", "int-1", at(1), ann)[0]
+		want := newUser(user.ID, ann, at(1))
+		// The encoding is ImportedAttributes': keys in order, so that it compares as bytes.
+		want.Attributes = []byte(`{"café":"crème","department":"Engines","title":"Analyst"}`)
+		diff(t, "ImportUsers(new user with attributes)", []storage.User{want}, []storage.User{user})
+		none := importUsers(t, s, "org-1", "int-1", at(1), storage.UserImport{ID: "u-none", Email: "bo@example.com", Attributes: map[string]string{}})[0]
+		diff(t, "ImportUsers(new user with an empty map)", newUser("u-none", storage.UserImport{Email: "bo@example.com"}, at(1)), none)
+
+		// Each step re-imports Ann: nil attributes keep hers, any map replaces them.
+		steps := []struct {
+			name    string
+			attrs   map[string]string
+			stored  string // "" for none
+			changed bool
+		}{
+			{"no attributes keep them", nil, `{"café":"crème","department":"Engines","title":"Analyst"}`, false},
+			{"the same attributes", map[string]string{"department": "Engines", "title": "Analyst", "café": "crème"},
+				`{"café":"crème","department":"Engines","title":"Analyst"}`, false},
+			{"one value changed, one key gone", map[string]string{"department": "Looms", "title": "Analyst"},
+				`{"department":"Looms","title":"Analyst"}`, true},
+			{"a key in another case is another key", map[string]string{"Department": "Looms", "title": "Analyst"},
+				`{"Department":"Looms","title":"Analyst"}`, true},
+			{"no attributes again", nil, `{"Department":"Looms","title":"Analyst"}`, false},
+			{"an empty map removes them", map[string]string{}, "", true},
+			{"an empty map again", map[string]string{}, "", false},
+			{"set again", map[string]string{"costCenter": "42"}, `{"costCenter":"42"}`, true},
+		}
+		for i, step := range steps {
+			now := at(10 + i)
+			want.Attributes = nil
+			if step.stored != "" {
+				want.Attributes = []byte(step.stored)
+			}
+			if step.changed {
+				want.ModifiedAt = now
+			}
+			got := importUsers(t, s, "org-1", "int-1", now, storage.UserImport{Email: "ann@example.com", First: "Ann", Attributes: step.attrs})
+			diff(t, "ImportUsers("+step.name+")", []storage.User{want}, got)
+			checkUsers(t, s, "org-1", sortedUsers(want, none))
+		}
+
+		// Within one call, a later item without attributes keeps an earlier item's.
+		got := importUsers(t, s, "org-1", "int-1", at(30),
+			storage.UserImport{Email: "ann@example.com", First: "Ann", Attributes: map[string]string{"title": "Lead"}},
+			storage.UserImport{Email: "ann@example.com", First: "Ann"},
+		)
+		want.Attributes, want.ModifiedAt = []byte(`{"title":"Lead"}`), at(30)
+		diff(t, "ImportUsers(attributes, then an item without)", []storage.User{want, want}, got)
+		checkUsers(t, s, "org-1", sortedUsers(want, none))
 	})
 
 	t.Run("IDConflict", func(t *testing.T) {

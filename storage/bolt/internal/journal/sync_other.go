@@ -1,6 +1,6 @@
 //go:build !linux
 
-package bolt
+package journal
 
 import "os"
 

@@ -1,0 +1,190 @@
+# Tests of the random-rollout policy: the shipped rules, and the department rule it rolls out.
+# rand.intn is replaced by each draw in turn; the shared tests draw 1, which does not enforce.
+package grantry.authz_test
+
+import data.grantry.authz
+
+model := "0b6f1a52-6a51-4c59-9a43-3c1f4f2f6a01"
+
+dataset := "7d0c1d8e-8f53-4a43-9b5e-2a1e9f0b7c02"
+
+function := "c3a9d2f4-1b7e-4c8d-a6f5-9e2b3d4c5a03"
+
+unknown := "00000000-0000-4000-8000-000000000000"
+
+resources := {
+	model: {"kind": "model", "name": "gpt-4o", "integration_type": "openai"},
+	dataset: {"kind": "dataset", "name": "support-docs", "integration_type": "pinecone"},
+	function: {"kind": "function", "name": "search", "integration_type": "custom"},
+}
+
+# Times are Unix nanoseconds, as Grantry sends them: now is a Wednesday, 11:06 UTC.
+now := 1795000000000000000
+
+earlier := now - 1
+
+later := now + 1
+
+# The API key the questions below are asked with.
+api_key := "5e0b7a3c-2d41-4f8e-9c6a-1b2d3e4f5a06"
+
+# alice meets every condition of the policy beyond a grant, and holds the model and the dataset
+# herself.
+alice := {
+	"id": "alice",
+	"active": true,
+	"email": "alice@example.com",
+	"first": "Alice",
+	"last": "Liddell",
+	"source": {"id": "9f1e2d3c-4b5a-4697-8877-665544332211", "name": "Okta", "type": "scim"},
+	"attributes": {"department": "research", "tier": "premium"},
+	"resource_list": {model: {"name": "gpt-4o"}, dataset: {"name": "support-docs"}},
+	"groups": {},
+}
+
+# bob meets them too, and holds the function through his group only.
+bob := {
+	"id": "bob",
+	"active": true,
+	"email": "bob@example.com",
+	"first": "Bob",
+	"last": "Builder",
+	"source": {"id": "9f1e2d3c-4b5a-4697-8877-665544332211", "name": "Okta", "type": "scim"},
+	"attributes": {"department": "research", "tier": "premium"},
+	"resource_list": {},
+	"groups": {"g-eng": {"name": "Engineering", "resource_list": {function: {"name": "search"}}}},
+}
+
+# alice_until is alice whose grant on the model expires at t.
+alice_until(t) := object.union(alice, {"resource_list": {model: {"name": "gpt-4o", "expires_at": t}}})
+
+# member_until is bob whose group's grant on the function expires at t.
+member_until(t) := object.union(bob, {"groups": {"g-eng": {"resource_list": {function: {"name": "search", "expires_at": t}}}}})
+
+# ask_in is the input of a question by user about ids, with known the resources that exist.
+ask_in(user, ids, known) := {
+	"user": user,
+	"resource_ids": ids,
+	"resources": {id: r | some id in ids; r := known[id]},
+	"now": now,
+	"request": {"api_key_id": api_key},
+}
+
+# ask is the input of a question by user about ids, at now, with the API key.
+ask(user, ids) := ask_in(user, ids, resources)
+
+# with_attributes is user with attributes replaced by attrs.
+with_attributes(user, attrs) := object.union(object.remove(user, ["attributes"]), {"attributes": attrs})
+
+# nobody is the input of a question about a user the organization does not have.
+nobody(ids) := object.remove(ask(alice, ids), ["user"])
+
+# The rules every policy of this family shares with the shipped one.
+
+test_allow_own_grant if {
+	authz.allow with input as ask(alice, [model]) with rand.intn as 1
+	authz.allow with input as ask(alice, [dataset]) with rand.intn as 1
+}
+
+test_allow_group_grant if {
+	authz.allow with input as ask(bob, [function]) with rand.intn as 1
+}
+
+test_allow_denies_what_is_not_granted if {
+	not authz.allow with input as ask(alice, [function]) with rand.intn as 1
+	not authz.allow with input as ask(bob, [model]) with rand.intn as 1
+}
+
+test_allow_denies_unknown_or_inactive_user if {
+	not authz.allow with input as nobody([model]) with rand.intn as 1
+	not authz.allow with input as ask(object.union(alice, {"active": false}), [model]) with rand.intn as 1
+	not authz.allow with input as ask(object.remove(alice, ["active"]), [model]) with rand.intn as 1
+	not authz.allow with input as ask(object.union(alice, {"active": "true"}), [model]) with rand.intn as 1
+}
+
+# A grant whose resource was removed (or never existed here) fails closed.
+test_allow_denies_removed_resource if {
+	not authz.allow with input as ask_in(alice, [model], object.remove(resources, [model])) with rand.intn as 1
+	not authz.allow with input as ask(alice, [unknown]) with rand.intn as 1
+}
+
+test_allow_asks_about_exactly_one if {
+	not authz.allow with input as ask(alice, []) with rand.intn as 1
+	not authz.allow with input as ask(alice, [model, dataset]) with rand.intn as 1
+	not authz.allow with input as {} with rand.intn as 1
+}
+
+test_allow_all_every_one_permitted if {
+	authz.allow_all with input as ask(alice, [model, dataset]) with rand.intn as 1
+	authz.allow_all with input as ask(alice, [model, model]) with rand.intn as 1
+	authz.allow_all with input as ask(object.union(alice, {"groups": bob.groups}), [model, function]) with rand.intn as 1
+}
+
+test_allow_all_denies_when_one_is_not if {
+	not authz.allow_all with input as ask(alice, [model, function]) with rand.intn as 1
+	not authz.allow_all with input as ask(alice, [model, unknown]) with rand.intn as 1
+	not authz.allow_all with input as ask(alice, []) with rand.intn as 1
+	not authz.allow_all with input as nobody([model]) with rand.intn as 1
+}
+
+test_group_grant_until_it_expires if {
+	authz.allow with input as ask(member_until(later), [function]) with rand.intn as 1
+	not authz.allow with input as ask(member_until(now), [function]) with rand.intn as 1
+	not authz.allow with input as ask(member_until(earlier), [function]) with rand.intn as 1
+}
+
+test_own_grant_until_it_expires if {
+	authz.allow with input as ask(alice_until(later), [model]) with rand.intn as 1
+	not authz.allow with input as ask(alice_until(now), [model]) with rand.intn as 1
+	not authz.allow with input as ask(alice_until(earlier), [model]) with rand.intn as 1
+}
+
+# Without the time of the request an expiring grant cannot be shown live; a standing one needs none.
+test_expiring_grant_needs_now if {
+	not authz.allow with input as object.remove(ask(alice_until(later), [model]), ["now"]) with rand.intn as 1
+	authz.allow with input as object.remove(ask(alice, [model]), ["now"]) with rand.intn as 1
+}
+
+# The rollout, the rule this policy adds.
+
+sales(user) := object.union(user, {"attributes": {"department": "sales"}})
+
+test_allow_denies_dataset_to_other_departments_when_enforced if {
+	not authz.allow with input as ask(sales(alice), [dataset]) with rand.intn as 0
+	not authz.allow_all with input as ask(sales(alice), [model, dataset]) with rand.intn as 0
+	not authz.allow with input as ask(with_attributes(alice, {}), [dataset]) with rand.intn as 0
+}
+
+test_allow_dataset_to_other_departments_when_not_enforced if {
+	every draw in [1, 2, 3] {
+		authz.allow with input as ask(sales(alice), [dataset]) with rand.intn as draw
+	}
+	authz.allow_all with input as ask(sales(alice), [model, dataset]) with rand.intn as 2
+}
+
+test_allow_dataset_to_research_whatever_the_draw if {
+	every draw in [0, 1, 2, 3] {
+		authz.allow with input as ask(object.union(alice, {"attributes": {"department": "Research"}}), [dataset]) with rand.intn as draw
+	}
+}
+
+test_allow_models_and_functions_whatever_the_draw if {
+	authz.allow with input as ask(sales(alice), [model]) with rand.intn as 0
+	authz.allow with input as ask(sales(bob), [function]) with rand.intn as 0
+}
+
+# The draw is one in four, under the rollout's own key.
+test_enforced_draws_one_in_four if {
+	authz.enforced with rand.intn as draw_zero
+	not authz.enforced with rand.intn as draw_other
+}
+
+draw_zero(key, n) := 0 if {
+	key == "dataset-department-rollout"
+	n == 4
+}
+
+draw_other(key, n) := 1 if {
+	key == "dataset-department-rollout"
+	n == 4
+}
