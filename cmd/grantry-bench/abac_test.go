@@ -1,17 +1,23 @@
 package main
 
 import (
+	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
 	"github.com/open-policy-agent/opa/v1/rego"
 
+	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage/bolt"
 )
 
 func mustABACModules(tb testing.TB) []policy.Module {
@@ -148,5 +154,52 @@ func TestABACExpectationsFollowThePolicy(t *testing.T) {
 		if seen[kind] == 0 {
 			t.Errorf("no check was %s; the test needs every kind (%v)", kind, seen)
 		}
+	}
+}
+
+// TestABACRowAgainstGrantry drives Grantry's real router with the ABAC policy folder, on a store
+// seeded as make bench seeds it, with the grantry-abac row's requests: every answer must be the
+// one the load generator expects, refusals of granted datasets included. It skips while
+// Grantry's policy input carries no email and attributes, which the policy then refuses all.
+func TestABACRowAgainstGrantry(t *testing.T) {
+	s := seedSmall(t)
+	store, err := bolt.Open(t.Context(), filepath.Join(s.dir, grantryDir, "grantry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close(context.Background()) })
+	engine, err := policy.New(t.Context(), mustABACModules(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(api.Config{Store: store, Decider: engine}))
+	t.Cleanup(srv.Close)
+	tg, err := newTarget(targetABAC, s.w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for _, c := range s.w.Checks {
+		if c.Granted && !s.w.abacAllows(c) {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no granted check is refused by the ABAC policy; the test shows nothing")
+	}
+	allowed := slices.IndexFunc(s.w.Checks, s.w.abacAllows)
+	c := newClient(srv.Listener.Addr().String(), s.key, false)
+	defer c.close()
+	status, answer, err := c.post("/provisions/can_user_access", nil, tg.ask(s.w.Checks[allowed], nil)[0].body)
+	if err != nil || status != 200 {
+		t.Fatalf("check %+v: %d %s, %v", s.w.Checks[allowed], status, answer, err)
+	}
+	if string(answer) == "false" {
+		t.Skipf("Grantry refuses check %+v, which the ABAC policy allows given the user's email and attributes: its policy input has none yet", s.w.Checks[allowed])
+	}
+	g := &generator{target: tg, addrs: []string{srv.Listener.Addr().String()}, key: s.key, conns: 4}
+	res := measureSome(t, g, 300*time.Millisecond)
+	if res.Requests == 0 || res.Mismatches != 0 || res.Errors != 0 {
+		t.Errorf("%d requests, %d wrong, %d errors (first: %s); want some, all right", res.Requests, res.Mismatches, res.Errors, res.FirstError)
 	}
 }

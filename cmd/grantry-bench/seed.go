@@ -139,7 +139,7 @@ func seedStore(ctx context.Context, s orgStore, l storage.Loader, w *workload, k
 		err := l.AddUser(ctx, storage.User{
 			OrgID: w.OrgID, ID: id, Email: userEmail(u), First: "Bench", Last: id, Active: true,
 			IntegrationID: integration.ID, IntegrationName: integration.Name, ImportedAt: seedEpoch, ModifiedAt: seedEpoch,
-			Attributes: userAttributes(w.department(u)),
+			Attributes: storage.ImportedAttributes(map[string]string{"department": w.department(u)}),
 		})
 		if err != nil {
 			return fmt.Errorf("seed: %w", err)
@@ -155,11 +155,6 @@ func seedStore(ctx context.Context, s orgStore, l storage.Loader, w *workload, k
 		return fmt.Errorf("seed: %w", err)
 	}
 	return nil
-}
-
-// userAttributes is the JSON object of a user's attributes, as an identity provider sends them.
-func userAttributes(department string) []byte {
-	return []byte(`{"department":` + string(quote(department)) + `}`)
 }
 
 // seedOPA writes what OPA's server is started with into dir/opa: Grantry's embedded policy as it
