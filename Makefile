@@ -13,6 +13,8 @@ FUZZTIME ?= 30s
 STRESS_RUNS ?= 5
 # The measured time of each run of `make bench` and `make bench-large`.
 BENCH_DURATION ?= 10s
+# The rows `make bench` runs: all, or some of them, comma-separated (docs/benchmarks.md).
+BENCH_SYSTEMS ?= all
 BIN      := bin/grantry
 
 .DEFAULT_GOAL := help
@@ -36,11 +38,11 @@ stress: ## Run make test STRESS_RUNS times (default 5) on a loaded machine; list
 	STRESS_RUNS=$(STRESS_RUNS) GO=$(GO) MAKE=$(MAKE) .ci/stress
 
 .PHONY: bench
-bench: build ## Go benchmarks, then Grantry vs OPA vs bare net/http over HTTP; results in bench/results/
+bench: build ## Go benchmarks, then Grantry (HTTP, gateways, ABAC, MongoDB, replicas) vs OPA vs bare net/http; results in bench/results/
 	$(GO) test -run '^$$' -bench '$(FILTER)' -benchmem ./...
 	$(GO) build -o bin/grantry-bench ./cmd/grantry-bench
 	$(GO) build -o bin/opa github.com/open-policy-agent/opa
-	bin/grantry-bench run -grantry $(BIN) -opa bin/opa -duration $(BENCH_DURATION)
+	bin/grantry-bench run -grantry $(BIN) -opa bin/opa -duration $(BENCH_DURATION) -systems '$(BENCH_SYSTEMS)'
 
 .PHONY: bench-large
 bench-large: build ## Grantry's checks and memory with 1,000,000 users × 20 grants; results in bench/results/

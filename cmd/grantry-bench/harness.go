@@ -29,7 +29,52 @@ const (
 	// and nothing below ERROR, so no access log (GRANTRY_LOG_LEVEL=error), to show what its
 	// logs cost a check.
 	systemGrantryLogsOff = "grantry-logs-off"
+	// OPA's server at its lightest: a one-line policy over a compact data document (light.rego).
+	systemOPALight = "opa-lightest"
+	// Grantry with a policy folder (GRANTRY_POLICY_DIR) that adds rules on users' attributes to
+	// the shipped ones (abac.rego).
+	systemGrantryABAC = "grantry-abac"
+	// Grantry on the MongoDB store (GRANTRY_MONGO_URI), and two Grantry servers sharing it.
+	systemGrantryMongo    = "grantry-mongo"
+	systemGrantryReplicas = "grantry-replicas"
 )
+
+// isGrantry reports whether system is a Grantry server.
+func isGrantry(system string) bool {
+	switch system {
+	case systemGrantry, systemGrantryLogsOff, systemGrantryABAC, systemGrantryMongo, systemGrantryReplicas:
+		return true
+	}
+	return false
+}
+
+// grantryABACDir is GRANTRY_DATA_DIR of the grantry-abac server: a copy of grantry/grantry.db,
+// since two servers cannot open one bbolt file at once.
+const grantryABACDir = "grantry-abac"
+
+// grantrySettings are the settings that make a Grantry server the given system, on the data
+// seeded in dir, or on db for the MongoDB rows.
+func grantrySettings(system, dir string, db mongoDB) []string {
+	switch system {
+	case systemGrantryMongo, systemGrantryReplicas:
+		// Replicas must share a master key for third-party secrets: without one, each would
+		// write a development key of its own into the work folder.
+		env := []string{"GRANTRY_MONGO_URI=" + db.uri, "GRANTRY_MONGO_DB=" + db.name, "GRANTRY_SECRET_KEY=" + db.secretKey}
+		if db.ferret {
+			// FerretDB on SQLite takes the decision log's inserts, a batch of thousands several
+			// times a second, at the expense of everything else it serves: the change feed's
+			// polls then come too late for the servers to trust their caches, and every check
+			// reads the store. A MongoDB takes them in its stride.
+			env = append(env, "GRANTRY_DECISION_LOG=false")
+		}
+		return env
+	case systemGrantryABAC:
+		return []string{"GRANTRY_DATA_DIR=" + filepath.Join(dir, grantryABACDir), "GRANTRY_POLICY_DIR=" + filepath.Join(dir, abacPolicyDir)}
+	case systemGrantryLogsOff:
+		return []string{"GRANTRY_DATA_DIR=" + filepath.Join(dir, grantryDir), "GRANTRY_DECISION_LOG=false", "GRANTRY_LOG_LEVEL=error"}
+	}
+	return []string{"GRANTRY_DATA_DIR=" + filepath.Join(dir, grantryDir)}
+}
 
 // placement says where the server and the load generator may run: on one CPU each (taskset's
 // CPU list), or anywhere when empty.
@@ -57,6 +102,7 @@ type harness struct {
 	runs     int
 	env      []string  // the environment servers start from
 	progress io.Writer // a line per run, as it finishes
+	mongo    mongoDB   // the database of the MongoDB rows
 }
 
 // harnessFlags are the flags shared by run and scale.
@@ -206,22 +252,24 @@ func serverEnv(environ []string) []string {
 
 // server is a running server process.
 type server struct {
-	system string
-	addr   string
-	cmd    *exec.Cmd
-	exited chan error
-	log    *os.File
+	system   string
+	addr     string
+	grpcAddr string // Grantry's ext_authz listener
+	cmd      *exec.Cmd
+	exited   chan error
+	log      *os.File
 }
 
-// start starts one system's server on data seeded in dir and waits until it answers.
-func (h *harness) start(ctx context.Context, system string, pl placement, dir string) (*server, error) {
+// start starts one system's server on data seeded in dir and waits until it answers. Its
+// output goes to dir/logName.log.
+func (h *harness) start(ctx context.Context, system string, pl placement, dir, logName string) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	var argv []string
 	env := h.env
-	var health string
+	var health, grpcAddr string
 	switch system {
 	case systemCeiling:
 		argv, health = []string{h.self, "ceiling", "-addr", addr}, "/healthz"
@@ -239,13 +287,25 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 		argv = []string{h.opa, "run", "--server", "--skip-version-check", "--optimize-store-for-read-speed", "--log-level", "error",
 			"--addr", addr, filepath.Join(od, "authz.rego"), filepath.Join(od, "wrapper.rego"), filepath.Join(od, opaDataFile)}
 		health = "/health"
-	case systemGrantry, systemGrantryLogsOff:
-		argv, health = []string{h.grantry, "serve"}, "/readyz"
-		env = append(env[:len(env):len(env)], "GRANTRY_ADDR="+addr, "GRANTRY_DATA_DIR="+filepath.Join(dir, grantryDir),
-			"GRANTRY_GATEWAY_USER_HEADER="+benchUserHeader)
-		if system == systemGrantryLogsOff {
-			env = append(env, "GRANTRY_DECISION_LOG=false", "GRANTRY_LOG_LEVEL=error")
+	case systemOPALight:
+		if h.opa == "" {
+			return nil, errors.New("no OPA binary")
 		}
+		// Started as the opa row is, for the same reasons.
+		od := filepath.Join(dir, opaLightDir)
+		argv = []string{h.opa, "run", "--server", "--skip-version-check", "--optimize-store-for-read-speed", "--log-level", "error",
+			"--addr", addr, filepath.Join(od, "light.rego"), filepath.Join(od, opaDataFile)}
+		health = "/health"
+	case systemGrantry, systemGrantryLogsOff, systemGrantryABAC, systemGrantryMongo, systemGrantryReplicas:
+		// Every Grantry takes its gateways' settings as a deployment behind a gateway would:
+		// the user from benchUserHeader, and Envoy's ext_authz over gRPC on a port of its own.
+		if grpcAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+		argv, health = []string{h.grantry, "serve"}, "/readyz"
+		env = append(env[:len(env):len(env)], "GRANTRY_ADDR="+addr, "GRANTRY_GATEWAY_USER_HEADER="+benchUserHeader,
+			"GRANTRY_EXTAUTHZ_ADDR="+grpcAddr)
+		env = append(env, grantrySettings(system, dir, h.mongo)...)
 	default:
 		return nil, fmt.Errorf("unknown system %q", system)
 	}
@@ -254,24 +314,26 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 		// pinned this way starts with GOMAXPROCS=1.
 		argv = append([]string{h.taskset, "-c", pl.serverCPU}, argv...)
 	}
-	logFile, err := os.OpenFile(filepath.Join(dir, system+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logFile, err := os.OpenFile(filepath.Join(dir, logName+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
+	// In the work folder, so that whatever a server writes beside its data (Grantry's
+	// development secret key, for one) goes there too.
+	cmd.Env, cmd.Stdout, cmd.Stderr, cmd.Dir = env, logFile, logFile, dir
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", system, err)
 	}
-	s := &server{system: system, addr: addr, cmd: cmd, exited: make(chan error, 1), log: logFile}
+	s := &server{system: system, addr: addr, grpcAddr: grpcAddr, cmd: cmd, exited: make(chan error, 1), log: logFile}
 	go func() { s.exited <- cmd.Wait() }()
 	if err := s.waitHealthy(ctx, health); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("%s did not come up (its log: %s): %w", system, logFile.Name(), err)
 	}
-	if system == systemGrantry || system == systemGrantryLogsOff {
+	if isGrantry(system) {
 		// Grantry answers while it reads users' grants into memory and warms its cache with
 		// them; what is measured is the server after that.
 		answering := time.Since(started)
@@ -284,7 +346,7 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir st
 			}
 		}
 		fmt.Fprintf(h.progress, "  %s answered %.1fs after start; its grants were read in and its cache warmed %.1fs after start\n",
-			system, answering.Seconds(), time.Since(started).Seconds())
+			logName, answering.Seconds(), time.Since(started).Seconds())
 	}
 	return s, nil
 }
@@ -344,11 +406,20 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// load runs one load-generator process against s and returns what it measured.
-func (h *harness) load(ctx context.Context, target string, s *server, pl placement, dir string, p params, run int) (loadResult, error) {
-	argv := []string{h.self, "load", "-target", target, "-addr", s.addr, "-key-file", filepath.Join(dir, keyFile),
+// load runs one load-generator process against servers, which share its connections, and
+// returns what it measured.
+func (h *harness) load(ctx context.Context, target string, servers []*server, pl placement, dir string, p params, run int) (loadResult, error) {
+	var addrs, pids []string
+	for _, s := range servers {
+		addr := s.addr
+		if target == targetExtAuthz {
+			addr = s.grpcAddr
+		}
+		addrs, pids = append(addrs, addr), append(pids, strconv.Itoa(s.pid()))
+	}
+	argv := []string{h.self, "load", "-target", target, "-addr", strings.Join(addrs, ","), "-key-file", filepath.Join(dir, keyFile),
 		"-conns", strconv.Itoa(h.conns), "-duration", h.duration.String(), "-warmup", h.warmup.String(),
-		"-pid", strconv.Itoa(s.pid()), "-run", strconv.Itoa(run), "-runs", strconv.Itoa(h.runs)}
+		"-pid", strings.Join(pids, ","), "-run", strconv.Itoa(run), "-runs", strconv.Itoa(h.runs)}
 	argv = append(argv, p.args()...)
 	if pl.loadCPU != "" {
 		argv = append([]string{h.taskset, "-c", pl.loadCPU}, argv...)
@@ -368,11 +439,14 @@ func (h *harness) load(ctx context.Context, target string, s *server, pl placeme
 
 // series is the runs of one target on one server process, and that process's memory after them.
 type series struct {
-	system    string // ceiling, opa, grantry or grantry-logs-off
+	system    string // ceiling, opa, grantry, …: the server
 	target    string // what was asked: a check, or writes
 	placement string
+	users     int // of the workload the server held
 	runs      []loadResult
 	mem       memory
+	// visibility is what the replicas' prober measured meanwhile; nil for other systems.
+	visibility *visibility
 }
 
 // measured is a system, the targets measured on one server of it, and the workload that
@@ -443,11 +517,24 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 	}()
 	for i, m := range systems {
 		fmt.Fprintf(h.progress, "%s, %s:\n", m.label(), pl.name)
-		s, err := h.start(ctx, m.system, pl, m.dir)
+		s, err := h.start(ctx, m.system, pl, m.dir, m.system)
 		if err != nil {
 			return nil, err
 		}
 		servers[i] = s
+		if onMongo(m.system) {
+			w, err := newWorkload(m.p)
+			if err != nil {
+				return nil, err
+			}
+			key, err := os.ReadFile(filepath.Join(m.dir, keyFile))
+			if err != nil {
+				return nil, err
+			}
+			if err := h.fill(ctx, s, m, w, strings.TrimSpace(string(key))); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var out []series
 	type of struct {
@@ -458,12 +545,12 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 	for i, m := range systems {
 		for _, target := range m.targets {
 			index[of{i, target}] = len(out)
-			out = append(out, series{system: m.system, target: target, placement: pl.name})
+			out = append(out, series{system: m.system, target: target, placement: pl.name, users: m.p.Users})
 		}
 	}
 	for _, st := range interleave(systems, h.runs) {
 		m := systems[st.sys]
-		res, err := h.load(ctx, st.target, servers[st.sys], pl, m.dir, m.p, st.run)
+		res, err := h.load(ctx, st.target, servers[st.sys:st.sys+1], pl, m.dir, m.p, st.run)
 		if err != nil {
 			return nil, err
 		}

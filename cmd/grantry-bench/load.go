@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 )
 
 // The systems the load generator can drive, and what it asks each.
@@ -29,7 +31,22 @@ const (
 	// targetForwardAuth asks Grantry's forward-auth about an OpenAI chat completion for a
 	// model, the user in benchUserHeader: 200 when granted, 403 when not.
 	targetForwardAuth = "forward-auth"
+	// targetExtAuthz asks Grantry's Envoy ext_authz server (gRPC) the same as forward-auth,
+	// as Envoy does: OK when granted, a denied response with 403 when not.
+	targetExtAuthz = "ext-authz"
+	// targetOPALight asks OPA's server at its lightest (light.rego):
+	// POST /v1/data/grantry/light/allow, answer {"result": true or false}.
+	targetOPALight = "opa-light"
+	// targetABAC asks Grantry's can_user_access, as targetGrantry does, and expects the
+	// answers of the ABAC policy (abac.rego, workload.abacAllows).
+	targetABAC = "abac"
+	// targetReplicas asks Grantry's can_user_access, as targetGrantry does, leaving out the
+	// pairs that the replicas' prober changes meanwhile.
+	targetReplicas = "replicas"
 )
+
+// probeCount is how many pairs the replicas' prober changes, one after another, again and again.
+const probeCount = 100
 
 // benchUserHeader is the header forward-auth reads users from in the benchmark
 // (GRANTRY_GATEWAY_USER_HEADER of the Grantry it starts).
@@ -75,20 +92,31 @@ func loadCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	p := defaultParams()
 	p.register(fs)
-	target := fs.String("target", targetGrantry, "grantry, opa, ceiling or writes")
-	addr := fs.String("addr", "", "host:port of the server (required)")
+	target := fs.String("target", targetGrantry, "grantry, abac, replicas, forward-auth, ext-authz, writes, opa, opa-light or ceiling")
+	addrs := fs.String("addr", "", "host:port of the server (required); several, comma-separated, share the connections in turn")
 	keyPath := fs.String("key-file", "", "file holding the API key to send as a bearer token")
 	conns := fs.Int("conns", 32, "keep-alive connections, each with one request in flight")
 	duration := fs.Duration("duration", 10*time.Second, "measured time")
 	warmup := fs.Duration("warmup", time.Second, "time spent on the warm-up sequence before measuring")
-	pid := fs.Int("pid", 0, "server process id, whose CPU time is measured (0: none)")
+	pids := fs.String("pid", "", "server process ids, comma-separated, whose CPU time is measured together (none: not measured)")
 	run := fs.Int("run", 0, "which repetition this is, 0-based: picks where the check sequence starts")
 	runs := fs.Int("runs", 3, "how many repetitions there are")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *addr == "" || *conns < 1 || *duration <= 0 || *runs < 1 || *run < 0 {
+	if *addrs == "" || *conns < 1 || *duration <= 0 || *runs < 1 || *run < 0 {
 		return errors.New("load: need -addr, and positive -conns, -duration and -runs")
+	}
+	var pidList []int
+	for f := range strings.SplitSeq(*pids, ",") {
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("load: -pid %q is not a list of process ids", *pids)
+		}
+		pidList = append(pidList, n)
 	}
 	var key string
 	if *keyPath != "" {
@@ -106,7 +134,7 @@ func loadCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g := &generator{target: t, addr: *addr, key: key, conns: *conns, pid: *pid}
+	g := &generator{target: t, addrs: strings.Split(*addrs, ","), key: key, conns: *conns, pids: pidList}
 	res, err := g.measure(ctx, *warmup, *duration, *run, *runs)
 	if err != nil {
 		return fmt.Errorf("load %s: %w", *target, err)
@@ -120,9 +148,22 @@ type exchange struct {
 	body []byte
 	want []byte // nil: any body will do
 	// header holds header lines of this request alone ("Name: value\r\n"); status is the
-	// status it must answer, 0 meaning 200.
-	header []byte
-	status int
+	// status it must answer, 0 meaning 200; opposite, when not 0, is the status that gives the
+	// opposite answer (a gateway's 403 for its 200), which is counted wrong rather than failed.
+	header   []byte
+	status   int
+	opposite int
+	// check, when not nil, is an ext_authz Check call to make instead of a POST; its status is
+	// the HTTP status of the answer Envoy would give (200 for OK).
+	check *authv3.CheckRequest
+}
+
+// String names the exchange in errors.
+func (x exchange) String() string {
+	if x.check != nil {
+		return "ext_authz Check"
+	}
+	return "POST " + x.path
 }
 
 // target turns a pair of the workload into the requests that ask one system about it.
@@ -148,7 +189,11 @@ func newTarget(name string, w *workload) (*target, error) {
 	answers := map[bool][]byte{true: []byte("true"), false: []byte("false")}
 	t := &target{name: name, seq: w.Checks, warm: w.Warmup}
 	switch name {
-	case targetGrantry:
+	case targetGrantry, targetReplicas:
+		if name == targetReplicas {
+			probes := w.probePairs(probeCount)
+			t.seq, t.warm = withoutPairs(w.Checks, probes), withoutPairs(w.Warmup, probes)
+		}
 		t.ask = func(p pair, dst []exchange) []exchange {
 			return append(dst, exchange{path: "/provisions/can_user_access", body: body(p), want: answers[p.Granted]})
 		}
@@ -156,11 +201,16 @@ func newTarget(name string, w *workload) (*target, error) {
 		t.ask = func(p pair, dst []exchange) []exchange {
 			return append(dst, exchange{path: "/provisions/can_user_access", body: body(p), want: nil})
 		}
-	case targetOPA:
+	case targetABAC:
+		t.ask = func(p pair, dst []exchange) []exchange {
+			return append(dst, exchange{path: "/provisions/can_user_access", body: body(p), want: answers[w.abacAllows(p)]})
+		}
+	case targetOPA, targetOPALight:
 		opaAnswers := map[bool][]byte{true: []byte(`{"result":true}`), false: []byte(`{"result":false}`)}
+		path := map[string]string{targetOPA: opaQueryPath, targetOPALight: opaLightQueryPath}[name]
 		t.ask = func(p pair, dst []exchange) []exchange {
 			b := append(append([]byte(`{"input":`), body(p)...), '}')
-			return append(dst, exchange{path: opaQueryPath, body: b, want: opaAnswers[p.Granted]})
+			return append(dst, exchange{path: path, body: b, want: opaAnswers[p.Granted]})
 		}
 	case targetWrites:
 		// Each pair is granted, then revoked: the store ends as it began, and a later run
@@ -176,37 +226,76 @@ func newTarget(name string, w *workload) (*target, error) {
 		// Only models can be asked about through a gateway: the check sequences' pairs of models.
 		t.seq, t.warm = modelPairs(w.Checks), modelPairs(w.Warmup)
 		t.ask = func(p pair, dst []exchange) []exchange {
-			status := http.StatusForbidden
-			if p.Granted {
-				status = http.StatusOK
-			}
-			b := []byte(`{"model":"` + resourceName(int(p.Resource)) + `","messages":[{"role":"user","content":"Hello"}]}`)
 			h := []byte(benchUserHeader + ": " + userID(int(p.User)) + "\r\n")
-			return append(dst, exchange{path: "/gateway/auth", body: b, header: h, status: status})
+			status, opposite := gatewayStatus(p)
+			return append(dst, exchange{path: "/gateway/auth", body: chatBody(p), header: h, status: status, opposite: opposite})
+		}
+	case targetExtAuthz:
+		t.seq, t.warm = modelPairs(w.Checks), modelPairs(w.Warmup)
+		t.ask = func(p pair, dst []exchange) []exchange {
+			status, opposite := gatewayStatus(p)
+			return append(dst, exchange{check: checkRequest(userID(int(p.User)), chatBody(p)), status: status, opposite: opposite})
 		}
 	default:
-		return nil, fmt.Errorf("unknown target %q (want grantry, opa, ceiling, writes or forward-auth)", name)
+		return nil, fmt.Errorf("unknown target %q (want grantry, abac, replicas, forward-auth, ext-authz, writes, opa, opa-light or ceiling)", name)
 	}
 	return t, nil
 }
 
-// generator drives one server from one process.
+// chatBody is an OpenAI chat completion's body for p's model, which a gateway asks about.
+func chatBody(p pair) []byte {
+	return []byte(`{"model":"` + resourceName(int(p.Resource)) + `","messages":[{"role":"user","content":"Hello"}]}`)
+}
+
+// gatewayStatus is the status a gateway's check of p must answer, 200 when granted, else 403,
+// and the one that gives the opposite answer.
+func gatewayStatus(p pair) (status, opposite int) {
+	if p.Granted {
+		return http.StatusOK, http.StatusForbidden
+	}
+	return http.StatusForbidden, http.StatusOK
+}
+
+// generator drives one server, or replicas that share the connections, from one process.
 type generator struct {
 	target *target
-	addr   string
+	addrs  []string
 	key    string
 	conns  int
-	pid    int
+	pids   []int
+}
+
+// caller is one connection of the load generator, with one exchange in flight at a time.
+type caller interface {
+	connect() error
+	// do makes the exchange and returns the status and body of its answer; the body is valid
+	// until the next call.
+	do(x exchange) (status int, body []byte, err error)
+	close()
+}
+
+// callers are the generator's connections: client i to addrs[i % len(addrs)].
+func (g *generator) callers() []caller {
+	out := make([]caller, g.conns)
+	if g.target.name == targetExtAuthz {
+		for i, c := range newGRPCCallers(g.addrs, g.key, g.conns) {
+			out[i] = c
+		}
+		return out
+	}
+	for i := range out {
+		out[i] = newClient(g.addrs[i%len(g.addrs)], g.key, g.target.name == targetForwardAuth)
+	}
+	return out
 }
 
 // measure warms the server up, then measures one window of the given duration. Run r of runs
 // starts at r/runs of the way through the sequence, so that repetitions ask different questions
 // and a server that remembers answers is not handed the previous run's again.
 func (g *generator) measure(ctx context.Context, warmup, duration time.Duration, run, runs int) (loadResult, error) {
-	clients := make([]*client, g.conns)
-	for i := range clients {
-		clients[i] = newClient(g.addr, g.key, g.target.name == targetForwardAuth)
-		defer clients[i].close()
+	clients := g.callers()
+	for _, c := range clients {
+		defer c.close()
 	}
 	if warmup > 0 {
 		if _, err := g.round(ctx, clients, g.target.warm, 0, warmup); err != nil {
@@ -220,7 +309,7 @@ func (g *generator) measure(ctx context.Context, warmup, duration time.Duration,
 // round runs every client for d, each asking the next pair of seq (from offset, cycling) as soon
 // as its previous exchange is answered. Only answers that arrive within d are counted; CPU times
 // are read when the clients are released and when d is up.
-func (g *generator) round(ctx context.Context, clients []*client, seq []pair, offset int, d time.Duration) (loadResult, error) {
+func (g *generator) round(ctx context.Context, clients []caller, seq []pair, offset int, d time.Duration) (loadResult, error) {
 	res := loadResult{Target: g.target.name}
 	var (
 		next    atomic.Int64
@@ -260,7 +349,7 @@ func (g *generator) round(ctx context.Context, clients []*client, seq []pair, of
 				// followed by its revoke; only those answered in time are counted.
 				for _, x := range xs {
 					begin := time.Now()
-					status, body, err := c.post(x.path, x.header, x.body)
+					status, body, err := c.do(x)
 					end := time.Now()
 					if end.After(deadline) {
 						continue
@@ -268,8 +357,11 @@ func (g *generator) round(ctx context.Context, clients []*client, seq []pair, of
 					switch {
 					case err != nil:
 						fail(err)
+					case x.opposite != 0 && status == x.opposite:
+						mismatches++
+						mine = append(mine, end.Sub(begin))
 					case status != max(x.status, 200):
-						fail(fmt.Errorf("POST %s answered %d: %.200s", x.path, status, body))
+						fail(fmt.Errorf("%s answered %d: %.200s", x, status, body))
 					default:
 						if x.want != nil && !bytes.Equal(bytes.TrimSpace(body), x.want) {
 							mismatches++
@@ -312,15 +404,17 @@ func (g *generator) round(ctx context.Context, clients []*client, seq []pair, of
 	return res, ctx.Err()
 }
 
-// cpu returns the CPU time used so far by the server (0 without a pid), by this process, and by
-// the whole machine.
+// cpu returns the CPU time used so far by the servers together (0 without pids), by this
+// process, and by the whole machine.
 func (g *generator) cpu() ([3]time.Duration, error) {
 	var t [3]time.Duration
 	var err error
-	if g.pid > 0 {
-		if t[0], err = cpuTime(g.pid); err != nil {
+	for _, pid := range g.pids {
+		used, err := cpuTime(pid)
+		if err != nil {
 			return t, err
 		}
+		t[0] += used
 	}
 	if t[1], err = cpuTime(os.Getpid()); err != nil {
 		return t, err
@@ -379,6 +473,9 @@ func (c *client) close() {
 		c.conn = nil
 	}
 }
+
+// do POSTs x.body to x.path with x.header.
+func (c *client) do(x exchange) (int, []byte, error) { return c.post(x.path, x.header, x.body) }
 
 // post sends one request and returns the status and body of its answer. The body is valid until
 // the next call. After an error the connection is dropped; the next call opens another.

@@ -1,10 +1,13 @@
 // Command grantry-bench measures Grantry's access check side by side with OPA's own server
-// answering the same policy over the same data, and with a bare net/http handler (the ceiling).
-// `make bench` runs it; `make bench-large` runs its scale test.
+// answering the same policy over the same data (and at its lightest, over the least data), and
+// with a bare net/http handler (the ceiling); and in the configurations Grantry runs in
+// production: its gateways' forward-auth and Envoy ext_authz, a policy folder of its own, the
+// MongoDB store, and two replicas sharing it. `make bench` runs it; `make bench-large` runs its
+// scale test.
 //
 //	grantry-bench run   -grantry BIN -opa BIN     seed, start each server, load it, print the table
 //	grantry-bench scale -grantry BIN              Grantry with 1,000,000 users × 20 grants vs 10,000 × 50
-//	grantry-bench seed  -dir DIR                  write the workload for Grantry (bbolt) and OPA (JSON)
+//	grantry-bench seed  -dir DIR                  write the workload for Grantry (bbolt) and both OPAs (JSON)
 //	grantry-bench profile -grantry BIN            Grantry's CPU profile under make bench's load (make pgo)
 //	grantry-bench load  -target T -addr HOST:PORT drive one server and print what was measured (JSON)
 //	grantry-bench ceiling -addr HOST:PORT         serve the ceiling handler
@@ -25,7 +28,7 @@ import (
 const usage = `usage:
   grantry-bench run -grantry BIN -opa BIN [flags]   the side-by-side benchmark (make bench)
   grantry-bench scale -grantry BIN [flags]          the million-user scale test (make bench-large)
-  grantry-bench seed -dir DIR [flags]               write a workload for Grantry and for OPA
+  grantry-bench seed -dir DIR [flags]               write a workload for Grantry and for both OPAs
   grantry-bench profile -grantry BIN [flags]        Grantry's CPU profile under that load (make pgo)
   grantry-bench load -target T -addr HOST:PORT      load one server; prints JSON
   grantry-bench ceiling -addr HOST:PORT             serve the bare net/http ceiling

@@ -83,6 +83,12 @@ type memory struct {
 	RSS     int64 // VmRSS: resident now, anonymous and file-backed (bbolt's mmap) together
 	HWM     int64 // VmHWM: the most ever resident
 	RSSAnon int64 // RssAnon: the resident heap and stacks, without mapped files
+	RSSFile int64 // RssFile: resident pages of mapped files: the binary, and bbolt's store file
+}
+
+// plus is the memory of two processes together, as of the replicas.
+func (m memory) plus(o memory) memory {
+	return memory{RSS: m.RSS + o.RSS, HWM: m.HWM + o.HWM, RSSAnon: m.RSSAnon + o.RSSAnon, RSSFile: m.RSSFile + o.RSSFile}
 }
 
 // memoryOf reads /proc/<pid>/status.
@@ -96,7 +102,7 @@ func memoryOf(pid int) (memory, error) {
 
 func parseStatus(raw []byte) (memory, error) {
 	var m memory
-	fields := map[string]*int64{"VmRSS:": &m.RSS, "VmHWM:": &m.HWM, "RssAnon:": &m.RSSAnon}
+	fields := map[string]*int64{"VmRSS:": &m.RSS, "VmHWM:": &m.HWM, "RssAnon:": &m.RSSAnon, "RssFile:": &m.RSSFile}
 	found := 0
 	for line := range strings.Lines(string(raw)) {
 		f := strings.Fields(line)
@@ -111,7 +117,7 @@ func parseStatus(raw []byte) (memory, error) {
 		found++
 	}
 	if found != len(fields) {
-		return memory{}, fmt.Errorf("parse /proc status: found %d of VmRSS, VmHWM, RssAnon", found)
+		return memory{}, fmt.Errorf("parse /proc status: found %d of VmRSS, VmHWM, RssAnon, RssFile", found)
 	}
 	return m, nil
 }

@@ -60,11 +60,17 @@ func TestParseStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (memory{RSS: 1 << 20, HWM: 2 << 20, RSSAnon: 512 << 10}); got != want {
+	if want := (memory{RSS: 1 << 20, HWM: 2 << 20, RSSAnon: 512 << 10, RSSFile: 512 << 10}); got != want {
 		t.Errorf("parseStatus = %+v, want %+v", got, want)
 	}
 	if _, err := parseStatus([]byte("Name:\tx\nVmRSS:\t1 kB\n")); err == nil {
 		t.Error("parseStatus of a status without VmHWM succeeded")
+	}
+	if _, err := parseStatus([]byte("VmHWM:\t2 kB\nVmRSS:\t1 kB\nRssAnon:\t1 kB\n")); err == nil {
+		t.Error("parseStatus of a status without RssFile succeeded")
+	}
+	if sum := (memory{RSS: 1, HWM: 2, RSSAnon: 3, RSSFile: 4}).plus(memory{RSS: 10, HWM: 20, RSSAnon: 30, RSSFile: 40}); sum != (memory{RSS: 11, HWM: 22, RSSAnon: 33, RSSFile: 44}) {
+		t.Errorf("plus = %+v, want each field added", sum)
 	}
 }
 

@@ -26,7 +26,7 @@ func profileCmd(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer cleanup()
 	p := defaultParams()
-	if _, err := seedAll(ctx, dir, p, false, stderr); err != nil {
+	if _, err := seedAll(ctx, dir, p, seedWhat{grantry: true}, stderr); err != nil {
 		return err
 	}
 	recorded := filepath.Join(dir, "grantry.pprof")

@@ -69,6 +69,29 @@ type report struct {
 	seeded   seeding
 	h        *harness
 	series   []series
+	mongo    *mongoReport // nil when no MongoDB row ran
+}
+
+// mongoReport is where the MongoDB rows ran and what they were seeded with.
+type mongoReport struct {
+	describe string
+	ferret   bool
+	seeding  mongoSeeding
+}
+
+// line describes the MongoDB rows for the table's heading: where they ran, and their workload,
+// with why it is smaller than make bench's (full) when it is.
+func (m mongoReport) line(full params) string {
+	ms := m.seeding
+	s := m.describe
+	if m.ferret {
+		s += " (the servers' decision log off)"
+	}
+	s += fmt.Sprintf("; %s users × %d grants over %s resources", thousands(ms.p.Users), ms.p.Grants, thousands(ms.p.Resources))
+	if ms.p.Users < full.Users && m.ferret {
+		s += fmt.Sprintf(", the first of make bench's %s (FerretDB reads a user's grants by scanning every grant)", thousands(full.Users))
+	}
+	return s + fmt.Sprintf(", seeded in %s", ms.took.Round(100*time.Millisecond))
 }
 
 // disturbedAbove is the share of one CPU that other work may take during a run before the report
@@ -84,12 +107,22 @@ var labels = map[string]string{
 	targetGrantry:     "Grantry can_user_access",
 	targetWrites:      "Grantry grant+revoke",
 	targetForwardAuth: "Grantry forward-auth",
+	targetExtAuthz:    "Grantry ext_authz gRPC",
+}
+
+// systemLabels name the rows of systems that answer another system's target.
+var systemLabels = map[string]string{
+	systemOPALight:        "OPA server, lightest",
+	systemGrantryLogsOff:  "Grantry, logs off",
+	systemGrantryABAC:     "Grantry, ABAC policy",
+	systemGrantryMongo:    "Grantry on MongoDB",
+	systemGrantryReplicas: "Grantry, 2 replicas",
 }
 
 // label names a series in the table.
 func (s series) label() string {
-	if s.system == systemGrantryLogsOff {
-		return "Grantry, logs off"
+	if l, ok := systemLabels[s.system]; ok {
+		return l
 	}
 	return labels[s.target]
 }
@@ -98,8 +131,9 @@ func (r report) write(w io.Writer) {
 	p, h := r.workload, r.h
 	fmt.Fprintf(w, "\nGrantry side-by-side benchmark\n")
 	fmt.Fprintf(w, "machine:  %s\n", r.machine)
-	fmt.Fprintf(w, "workload: seed %d; %s users × %d grants over %s resources (grantry.db %s, OPA data.json %s, seeded in %s);\n",
-		p.Seed, thousands(p.Users), p.Grants, thousands(p.Resources), mib(r.seeded.storeSize), mib(r.seeded.dataSize), r.seeded.took.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "workload: seed %d; %s users × %d grants over %s resources (grantry.db %s, OPA data.json %s, OPA-lightest's %s, seeded in %s);\n",
+		p.Seed, thousands(p.Users), p.Grants, thousands(p.Resources), mib(r.seeded.storeSize), mib(r.seeded.dataSize), mib(r.seeded.lightSize),
+		r.seeded.took.Round(100*time.Millisecond))
 	fmt.Fprintf(w, "          checks 50/50 granted/not granted, %s pre-generated, the same sequence for every server\n", thousands(p.Checks))
 	fmt.Fprintf(w, "load:     %d keep-alive connections from a separate process; %s warm-up + %s measured; %d runs each, median shown\n",
 		h.conns, h.warmup, h.duration, h.runs)
@@ -108,11 +142,14 @@ func (r report) write(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "pinning:  not available (needs taskset and 2 CPUs); unpinned figures only\n")
 	}
+	if m := r.mongo; m != nil {
+		fmt.Fprintf(w, "MongoDB:  %s\n", m.line(p))
+	}
 	fmt.Fprintln(w)
 
-	const row = "%-9s %-24s %8s %8s %8s %7s %6s %6s %6s %7s %5s %6s  %s\n"
-	fmt.Fprintf(w, row, "mode", "system", "req/s", "p50", "p99", "µs/req", "server", "load", "other", "RSS", "wrong", "errors", "req/s of each run")
-	fmt.Fprintf(w, row, "", "", "", "", "", "srv CPU", "CPU", "CPU", "CPU", "", "", "", "")
+	const row = "%-9s %-24s %8s %8s %8s %7s %6s %6s %6s %7s %7s %5s %6s  %s\n"
+	fmt.Fprintf(w, row, "mode", "system", "req/s", "p50", "p99", "µs/req", "server", "load", "other", "RssAnon", "RssFile", "wrong", "errors", "req/s of each run")
+	fmt.Fprintf(w, row, "", "", "", "", "", "srv CPU", "CPU", "CPU", "CPU", "heap", "mapped", "", "", "")
 	disturbed := false
 	for _, s := range r.series {
 		sum := summarize(s.runs)
@@ -126,12 +163,22 @@ func (r report) write(w io.Writer) {
 		}
 		fmt.Fprintf(w, row, s.placement, s.label(), thousands(int(sum.rps+0.5)), ms(sum.p50), ms(sum.p99),
 			fmt.Sprintf("%.1f", float64(sum.cpu)/float64(time.Microsecond)), pct(sum.serverUtil), pct(sum.loadUtil), pct(sum.otherUtil),
-			mib(s.mem.RSS), wrong, strconv.FormatInt(sum.errors, 10), strings.Join(each, " "))
+			mib(s.mem.RSSAnon), mib(s.mem.RSSFile), wrong, strconv.FormatInt(sum.errors, 10), strings.Join(each, " "))
 		disturbed = disturbed || sum.otherUtil > disturbedAbove
 	}
 	for _, s := range r.series {
 		if sum := summarize(s.runs); sum.firstError != "" {
 			fmt.Fprintf(w, "first error, %s %s: %s\n", s.placement, s.label(), sum.firstError)
+		}
+	}
+	for _, s := range r.series {
+		if v := s.visibility; v != nil {
+			p50, p99 := v.percentiles()
+			fmt.Fprintf(w, "%s (%s, the load split between A and B): %d changes made on A seen on B after p50 %s, p99 %s; %d not seen within %s; %d failed\n",
+				s.label(), s.placement, len(v.times), ms(p50), ms(p99), v.notVisible, visibilityTimeout, v.errors)
+			if v.firstError != "" {
+				fmt.Fprintf(w, "first prober error: %s\n", v.firstError)
+			}
 		}
 	}
 	if disturbed {
@@ -157,7 +204,7 @@ func (r report) write(w io.Writer) {
 // ratio is one line under the table: a figure per placement, where it was measured.
 type ratio struct {
 	name, target string
-	count        bool               // a rate of requests, not a quotient
+	unit         string             // "" for a quotient; "req/s" for a rate; "ms" for a time
 	values       map[string]float64 // by placement
 }
 
@@ -166,27 +213,33 @@ func (rt ratio) format(placement string) string {
 	switch {
 	case !ok:
 		return "-"
-	case rt.count:
+	case rt.unit == "req/s":
 		return thousands(int(v + 0.5))
+	case rt.unit == "ms":
+		return fmt.Sprintf("%.1fms", v)
 	}
 	return fmt.Sprintf("%.2f×", v)
 }
 
 // ratios are Grantry's figures against the other systems', with the target each is held to;
-// then the same for Grantry logging as OPA's server does here (no decision log, no access
-// log), which shows what its logs cost rather than what the targets are measured on.
+// then, for information, the same for Grantry logging as OPA's server does here (no decision
+// log, no access log), which shows what its logs cost, and what the production configurations
+// cost against the embedded store and the shipped policy.
 func (r report) ratios() []ratio {
 	// summaries are what one placement's ratios are made of.
-	type summaries struct{ grantry, opa, ceiling, writes, logsOff summary }
-	of := func(name, target string, count bool, f func(m summaries) (float64, float64)) ratio {
-		rt := ratio{name: name, target: target, count: count, values: map[string]float64{}}
+	type summaries struct{ grantry, opa, light, ceiling, writes, logsOff, abac, mongo summary }
+	of := func(name, target, unit string, f func(m summaries) (float64, float64)) ratio {
+		rt := ratio{name: name, target: target, unit: unit, values: map[string]float64{}}
 		for _, pl := range r.h.placements() {
 			a, b := f(summaries{
 				grantry: r.find(pl.name, systemGrantry, targetGrantry),
 				opa:     r.find(pl.name, systemOPA, targetOPA),
+				light:   r.find(pl.name, systemOPALight, targetOPALight),
 				ceiling: r.find(pl.name, systemCeiling, targetCeiling),
 				writes:  r.find(pl.name, systemGrantry, targetWrites),
 				logsOff: r.find(pl.name, systemGrantryLogsOff, targetGrantry),
+				abac:    r.find(pl.name, systemGrantryABAC, targetABAC),
+				mongo:   r.find(pl.name, systemGrantryMongo, targetGrantry),
 			})
 			if a != 0 && b != 0 {
 				rt.values[pl.name] = a / b
@@ -196,15 +249,26 @@ func (r report) ratios() []ratio {
 	}
 	cpu := func(s summary) float64 { return float64(s.cpu) }
 	p99 := func(s summary) float64 { return float64(s.p99) }
+	visible := ratio{name: "replicas: change seen on B, p99", target: "< 1 s", unit: "ms", values: map[string]float64{}}
+	for _, s := range r.series {
+		if s.visibility != nil && len(s.visibility.times) > 0 {
+			_, p99 := s.visibility.percentiles()
+			visible.values[s.placement] = millis(p99)
+		}
+	}
 	return []ratio{
-		of("Grantry / OPA, req/s", "≥ 2.5×", false, func(m summaries) (float64, float64) { return m.grantry.rps, m.opa.rps }),
-		of("Grantry / ceiling, req/s", "≥ 0.70×", false, func(m summaries) (float64, float64) { return m.grantry.rps, m.ceiling.rps }),
-		of("Grantry / ceiling, CPU µs/req", "≤ 1.4×", false, func(m summaries) (float64, float64) { return cpu(m.grantry), cpu(m.ceiling) }),
-		of("Grantry / OPA, p99", "< 1×", false, func(m summaries) (float64, float64) { return p99(m.grantry), p99(m.opa) }),
-		of("Grantry grant+revoke, req/s", "≥ 5,000", true, func(m summaries) (float64, float64) { return m.writes.rps, 1 }),
-		of("logs off / OPA, req/s", "(information)", false, func(m summaries) (float64, float64) { return m.logsOff.rps, m.opa.rps }),
-		of("logs off / ceiling, req/s", "(information)", false, func(m summaries) (float64, float64) { return m.logsOff.rps, m.ceiling.rps }),
-		of("logs off / ceiling, CPU µs/req", "(information)", false, func(m summaries) (float64, float64) { return cpu(m.logsOff), cpu(m.ceiling) }),
+		of("Grantry / OPA, req/s", "≥ 2.5×", "", func(m summaries) (float64, float64) { return m.grantry.rps, m.opa.rps }),
+		of("Grantry / ceiling, req/s", "≥ 0.70×", "", func(m summaries) (float64, float64) { return m.grantry.rps, m.ceiling.rps }),
+		of("Grantry / ceiling, CPU µs/req", "≤ 1.4×", "", func(m summaries) (float64, float64) { return cpu(m.grantry), cpu(m.ceiling) }),
+		of("Grantry / OPA, p99", "< 1×", "", func(m summaries) (float64, float64) { return p99(m.grantry), p99(m.opa) }),
+		of("Grantry grant+revoke, req/s", "≥ 5,000", "req/s", func(m summaries) (float64, float64) { return m.writes.rps, 1 }),
+		visible,
+		of("Grantry / OPA-lightest, req/s", "(information)", "", func(m summaries) (float64, float64) { return m.grantry.rps, m.light.rps }),
+		of("ABAC / shipped policy, req/s", "(information)", "", func(m summaries) (float64, float64) { return m.abac.rps, m.grantry.rps }),
+		of("MongoDB / embedded, req/s", "(information)", "", func(m summaries) (float64, float64) { return m.mongo.rps, m.grantry.rps }),
+		of("logs off / OPA, req/s", "(information)", "", func(m summaries) (float64, float64) { return m.logsOff.rps, m.opa.rps }),
+		of("logs off / ceiling, req/s", "(information)", "", func(m summaries) (float64, float64) { return m.logsOff.rps, m.ceiling.rps }),
+		of("logs off / ceiling, CPU µs/req", "(information)", "", func(m summaries) (float64, float64) { return cpu(m.logsOff), cpu(m.ceiling) }),
 	}
 }
 

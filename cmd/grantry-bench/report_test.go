@@ -65,6 +65,13 @@ func TestReportRatios(t *testing.T) {
 			{system: systemGrantry, target: targetGrantry, placement: "unpinned", runs: three(result(5_000, 200*time.Microsecond, 24*time.Millisecond))},
 			{system: systemGrantry, target: targetWrites, placement: "unpinned", runs: three(result(6_000, 50*time.Microsecond, 9*time.Millisecond))},
 			{system: systemGrantryLogsOff, target: targetGrantry, placement: "unpinned", runs: three(result(15_000, 40*time.Microsecond, 5*time.Millisecond))},
+			{system: systemOPALight, target: targetOPALight, placement: "unpinned", runs: three(result(20_000, 50*time.Microsecond, 3*time.Millisecond))},
+			{system: systemGrantryABAC, target: targetABAC, placement: "unpinned", runs: three(result(4_000, 250*time.Microsecond, 30*time.Millisecond)),
+				mem: memory{RSSAnon: 300 << 20, RSSFile: 170 << 20}},
+			{system: systemGrantryMongo, target: targetGrantry, placement: "unpinned", runs: three(result(2_500, 400*time.Microsecond, 40*time.Millisecond))},
+			{system: systemGrantry, target: targetExtAuthz, placement: "unpinned", runs: three(result(3_000, 330*time.Microsecond, 20*time.Millisecond))},
+			{system: systemGrantryReplicas, target: targetReplicas, placement: "unpinned", runs: three(result(7_000, 140*time.Microsecond, 20*time.Millisecond)),
+				visibility: &visibility{times: []time.Duration{120 * time.Millisecond, 80 * time.Millisecond, 450 * time.Millisecond}}},
 		},
 	}
 	var out bytes.Buffer
@@ -80,6 +87,16 @@ func TestReportRatios(t *testing.T) {
 		`logs off / OPA, req/s\s+1\.50×`,
 		`logs off / ceiling, req/s\s+0\.50×`,
 		`logs off / ceiling, CPU µs/req\s+1\.60×`,
+		`Grantry / OPA-lightest, req/s\s+0\.25×`,
+		`ABAC / shipped policy, req/s\s+0\.80×`,
+		`MongoDB / embedded, req/s\s+0\.50×`,
+		`replicas: change seen on B, p99\s+450\.0ms\s+< 1 s`,
+		`unpinned\s+OPA server, lightest\s+20,000`,
+		`unpinned\s+Grantry, ABAC policy\s+4,000\s+15\.00ms\s+30\.00ms\s+250\.0\s+100%\s+30%\s+0%\s+300MiB\s+170MiB\s+0\s+0`,
+		`unpinned\s+Grantry on MongoDB\s+2,500`,
+		`unpinned\s+Grantry ext_authz gRPC\s+3,000`,
+		`unpinned\s+Grantry, 2 replicas\s+7,000`,
+		`Grantry, 2 replicas \(unpinned, the load split between A and B\): 3 changes made on A seen on B after p50 120\.00ms, p99 450\.00ms; 0 not seen`,
 	} {
 		if !regexp.MustCompile(want).MatchString(out.String()) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
@@ -104,5 +121,30 @@ func TestReportWarnsOfADisturbedMachine(t *testing.T) {
 	rep.write(&out)
 	if !strings.Contains(out.String(), disturbedWarning) || !regexp.MustCompile(`Grantry can_user_access .* 50% `).MatchString(out.String()) {
 		t.Errorf("report of a disturbed run lacks the other CPU figure or the warning:\n%s", out.String())
+	}
+}
+
+// TestMongoLine: the heading says where the MongoDB rows ran, and why their workload is smaller
+// than make bench's when it is.
+func TestMongoLine(t *testing.T) {
+	full := defaultParams()
+	small := full
+	small.Users = smallMongoUsers
+	tests := []struct {
+		name string
+		m    mongoReport
+		want string
+	}{
+		{"MongoDB", mongoReport{describe: "GRANTRY_BENCH_MONGO_URI, database grantry_bench_1", seeding: mongoSeeding{p: full, took: 30 * time.Second}},
+			"GRANTRY_BENCH_MONGO_URI, database grantry_bench_1; 10,000 users × 50 grants over 1,000 resources, seeded in 30s"},
+		{"FerretDB", mongoReport{describe: "FerretDB", ferret: true, seeding: mongoSeeding{p: small, took: 2 * time.Second}},
+			"FerretDB (the servers' decision log off); 50 users × 50 grants over 1,000 resources, the first of make bench's 10,000 (FerretDB reads a user's grants by scanning every grant), seeded in 2s"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.m.line(full); got != tc.want {
+				t.Errorf("line =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
 	}
 }

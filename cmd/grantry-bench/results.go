@@ -57,20 +57,26 @@ type loadInfo struct {
 
 // workloadInfo is one seeded workload.
 type workloadInfo struct {
-	Seed         uint64  `json:"seed"`
-	Users        int     `json:"users"`
-	Resources    int     `json:"resources"`
-	Grants       int     `json:"grants_per_user"`
-	Checks       int     `json:"checks"` // length of the check sequence
-	StoreBytes   int64   `json:"store_bytes"`
-	OPADataBytes int64   `json:"opa_data_bytes,omitempty"`
-	SeededS      float64 `json:"seeded_s"`
+	Store        string `json:"store"` // where Grantry held it: "bolt", or "mongodb" for the MongoDB rows
+	Seed         uint64 `json:"seed"`
+	Users        int    `json:"users"`
+	Resources    int    `json:"resources"`
+	Grants       int    `json:"grants_per_user"`
+	Checks       int    `json:"checks"` // length of the check sequence
+	StoreBytes   int64  `json:"store_bytes"`
+	OPADataBytes int64  `json:"opa_data_bytes,omitempty"`
+	// OPALightDataBytes is the data.json of OPA at its lightest.
+	OPALightDataBytes int64   `json:"opa_lightest_data_bytes,omitempty"`
+	SeededS           float64 `json:"seeded_s"`
+	// MongoDB is where the MongoDB rows ran: FerretDB in process, or GRANTRY_BENCH_MONGO_URI's
+	// database, never its URI.
+	MongoDB string `json:"mongodb,omitempty"`
 }
 
 // resultRow is one row of the table: the medians of one target's runs on one server.
 type resultRow struct {
 	Placement      string    `json:"placement"` // pinned or unpinned
-	System         string    `json:"system"`    // ceiling, opa, grantry or grantry-logs-off
+	System         string    `json:"system"`    // ceiling, opa, opa-lightest, grantry, grantry-logs-off, …
 	Target         string    `json:"target"`    // what was asked: check or writes
 	Label          string    `json:"label"`     // the row's name in the printed table
 	Users          int       `json:"users"`     // of the workload the server held
@@ -85,16 +91,31 @@ type resultRow struct {
 	RSSBytes       int64     `json:"rss_bytes"`
 	HWMBytes       int64     `json:"hwm_bytes"`
 	RSSAnonBytes   int64     `json:"rss_anon_bytes"`
+	RSSFileBytes   int64     `json:"rss_file_bytes"`
 	Wrong          *int64    `json:"wrong"` // null where answers are not checked (the ceiling)
 	Errors         int64     `json:"errors"`
 	FirstError     string    `json:"first_error,omitempty"`
+	// Visibility is what the replicas' prober measured; only on the grantry-replicas row.
+	Visibility *visibilityResult `json:"visibility,omitempty"`
+}
+
+// visibilityResult is the replicas' prober's figures: changes made on replica A and how long
+// after A's 200 replica B first answered as changed.
+type visibilityResult struct {
+	Changes    int     `json:"changes"` // seen on B
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	NotVisible int     `json:"not_visible"` // not seen within visibilityTimeout
+	Errors     int     `json:"errors"`
+	FirstError string  `json:"first_error,omitempty"`
 }
 
 // ratioResult is one line under the table.
 type ratioResult struct {
 	Name   string             `json:"name"`
 	Target string             `json:"target"`
-	Values map[string]float64 `json:"values"` // by placement
+	Unit   string             `json:"unit,omitempty"` // empty for a quotient; "req/s" or "ms"
+	Values map[string]float64 `json:"values"`         // by placement
 }
 
 // rowOf turns one series, on a server holding users, into a row.
@@ -105,11 +126,16 @@ func rowOf(s series, label string, users int) resultRow {
 		ReqPerS: sum.rps, ReqPerSRuns: sum.rpsRuns,
 		P50Ms: millis(sum.p50), P99Ms: millis(sum.p99), ServerCPUUsReq: float64(sum.cpu) / float64(time.Microsecond),
 		ServerCPU: sum.serverUtil, LoadCPU: sum.loadUtil, OtherCPU: sum.otherUtil,
-		RSSBytes: s.mem.RSS, HWMBytes: s.mem.HWM, RSSAnonBytes: s.mem.RSSAnon,
+		RSSBytes: s.mem.RSS, HWMBytes: s.mem.HWM, RSSAnonBytes: s.mem.RSSAnon, RSSFileBytes: s.mem.RSSFile,
 		Errors: sum.errors, FirstError: sum.firstError,
 	}
 	if s.target != targetCeiling {
 		row.Wrong = &sum.mismatches
+	}
+	if v := s.visibility; v != nil {
+		p50, p99 := v.percentiles()
+		row.Visibility = &visibilityResult{Changes: len(v.times), P50Ms: millis(p50), P99Ms: millis(p99),
+			NotVisible: v.notVisible, Errors: v.errors, FirstError: v.firstError}
 	}
 	return row
 }
@@ -121,18 +147,27 @@ func (h *harness) loadInfo() loadInfo {
 }
 
 func workloadOf(p params, s seeding) workloadInfo {
-	return workloadInfo{Seed: p.Seed, Users: p.Users, Resources: p.Resources, Grants: p.Grants, Checks: p.Checks,
-		StoreBytes: s.storeSize, OPADataBytes: s.dataSize, SeededS: s.took.Seconds()}
+	return workloadInfo{Store: "bolt", Seed: p.Seed, Users: p.Users, Resources: p.Resources, Grants: p.Grants, Checks: p.Checks,
+		StoreBytes: s.storeSize, OPADataBytes: s.dataSize, OPALightDataBytes: s.lightSize, SeededS: s.took.Seconds()}
 }
 
 // results is the report as data.
 func (r report) results() results {
 	res := results{Benchmark: "bench", Machine: r.machine, Load: r.h.loadInfo(), Workloads: []workloadInfo{workloadOf(r.workload, r.seeded)}}
+	if m := r.mongo; m != nil {
+		p := m.seeding.p
+		res.Workloads = append(res.Workloads, workloadInfo{Store: "mongodb", Seed: p.Seed, Users: p.Users, Resources: p.Resources,
+			Grants: p.Grants, Checks: p.Checks, SeededS: m.seeding.took.Seconds(), MongoDB: m.describe})
+	}
 	for _, s := range r.series {
-		res.Rows = append(res.Rows, rowOf(s, s.label(), r.workload.Users))
+		users := s.users
+		if users == 0 {
+			users = r.workload.Users
+		}
+		res.Rows = append(res.Rows, rowOf(s, s.label(), users))
 	}
 	for _, rt := range r.ratios() {
-		res.Ratios = append(res.Ratios, ratioResult{Name: rt.name, Target: rt.target, Values: rt.values})
+		res.Ratios = append(res.Ratios, ratioResult{Name: rt.name, Target: rt.target, Unit: rt.unit, Values: rt.values})
 	}
 	return res
 }

@@ -26,9 +26,12 @@ func TestResultsFile(t *testing.T) {
 		series: []series{
 			{system: systemCeiling, target: targetCeiling, placement: "unpinned", runs: three(result(30_000, 25*time.Microsecond, 2*time.Millisecond))},
 			{system: systemOPA, target: targetOPA, placement: "unpinned", runs: three(result(10_000, 100*time.Microsecond, 12*time.Millisecond))},
-			{system: systemGrantry, target: targetGrantry, placement: "unpinned", runs: grantry, mem: memory{RSS: 800 << 20, HWM: 810 << 20, RSSAnon: 500 << 20}},
+			{system: systemGrantry, target: targetGrantry, placement: "unpinned", runs: grantry, mem: memory{RSS: 800 << 20, HWM: 810 << 20, RSSAnon: 500 << 20, RSSFile: 300 << 20}},
 			{system: systemGrantry, target: targetWrites, placement: "unpinned", runs: three(result(6_000, 50*time.Microsecond, 9*time.Millisecond))},
+			{system: systemGrantryReplicas, target: targetReplicas, placement: "unpinned", users: 50, runs: three(result(4_000, 250*time.Microsecond, 30*time.Millisecond)),
+				visibility: &visibility{times: []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 200 * time.Millisecond}, notVisible: 1, errors: 2, firstError: "boom"}},
 		},
+		mongo: &mongoReport{describe: "FerretDB v1.24.2 on SQLite", seeding: mongoSeeding{p: params{Seed: 1, Users: 50, Resources: 1000, Grants: 50, Checks: 1 << 20}, took: 40 * time.Second}},
 	}
 	res := rep.results()
 	res.Commit = "0123456789abcdef0123456789abcdef01234567"
@@ -61,8 +64,12 @@ func TestResultsFile(t *testing.T) {
 	check("date", "2026-11-27T15:30:12Z")
 	check("machine", map[string]any{"cpu": "Test CPU", "cpus": 2.0, "os": "linux", "arch": "amd64", "go": "go1.26.8", "opa": "1.22.2"})
 	check("load", map[string]any{"connections": 32.0, "warmup_s": 1.0, "duration_s": 10.0, "runs": 3.0, "pinned": false})
-	check("workloads", []any{map[string]any{"seed": 1.0, "users": 10000.0, "resources": 1000.0, "grants_per_user": 50.0,
-		"checks": float64(1 << 20), "store_bytes": float64(169 << 20), "opa_data_bytes": float64(40 << 20), "seeded_s": 7.0}})
+	check("workloads", []any{
+		map[string]any{"store": "bolt", "seed": 1.0, "users": 10000.0, "resources": 1000.0, "grants_per_user": 50.0,
+			"checks": float64(1 << 20), "store_bytes": float64(169 << 20), "opa_data_bytes": float64(40 << 20), "seeded_s": 7.0},
+		map[string]any{"store": "mongodb", "seed": 1.0, "users": 50.0, "resources": 1000.0, "grants_per_user": 50.0,
+			"checks": float64(1 << 20), "store_bytes": 0.0, "seeded_s": 40.0, "mongodb": "FerretDB v1.24.2 on SQLite"},
+	})
 	rows, _ := got["rows"].([]any)
 	if len(rows) != len(rep.series) {
 		t.Fatalf("%d rows, want one per series (%d)", len(rows), len(rep.series))
@@ -71,19 +78,28 @@ func TestResultsFile(t *testing.T) {
 		"placement": "unpinned", "system": "grantry", "target": "grantry", "label": "Grantry can_user_access", "users": 10000.0,
 		"req_per_s": 5000.0, "req_per_s_runs": []any{5000.0, 4000.0, 5000.0}, "p50_ms": 12.0, "p99_ms": 24.0,
 		"server_cpu_us_per_req": 200.0, "server_cpu": 1.0, "load_cpu": 0.3, "other_cpu": 0.0,
-		"rss_bytes": float64(800 << 20), "hwm_bytes": float64(810 << 20), "rss_anon_bytes": float64(500 << 20),
+		"rss_bytes": float64(800 << 20), "hwm_bytes": float64(810 << 20), "rss_anon_bytes": float64(500 << 20), "rss_file_bytes": float64(300 << 20),
 		"wrong": 1.0, "errors": 0.0,
 	}, rows[2]); diff != "" {
 		t.Errorf("Grantry's row (-want +got):\n%s", diff)
+	}
+	replicas := rows[4].(map[string]any)
+	if diff := cmp.Diff(map[string]any{"changes": 3.0, "p50_ms": 200.0, "p99_ms": 300.0, "not_visible": 1.0, "errors": 2.0, "first_error": "boom"},
+		replicas["visibility"]); diff != "" || replicas["users"] != 50.0 || replicas["label"] != "Grantry, 2 replicas" {
+		t.Errorf("the replicas' row: users %v, label %v, visibility (-want +got):\n%s", replicas["users"], replicas["label"], diff)
+	}
+	if _, ok := rows[2].(map[string]any)["visibility"]; ok {
+		t.Error("Grantry's row has a visibility; only the replicas' has")
 	}
 	if ceiling := rows[0].(map[string]any); ceiling["wrong"] != nil {
 		t.Errorf("the ceiling's wrong = %v, want null: its answers are not checked", ceiling["wrong"])
 	}
 	ratios, _ := got["ratios"].([]any)
 	want := map[string]any{
-		"Grantry / OPA, req/s":        map[string]any{"unpinned": 0.5},
-		"Grantry grant+revoke, req/s": map[string]any{"unpinned": 6000.0},
-		"logs off / OPA, req/s":       map[string]any{}, // not measured
+		"Grantry / OPA, req/s":            map[string]any{"unpinned": 0.5},
+		"Grantry grant+revoke, req/s":     map[string]any{"unpinned": 6000.0},
+		"logs off / OPA, req/s":           map[string]any{}, // not measured
+		"replicas: change seen on B, p99": map[string]any{"unpinned": 300.0},
 	}
 	for _, r := range ratios {
 		r := r.(map[string]any)

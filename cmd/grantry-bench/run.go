@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,10 +14,12 @@ import (
 )
 
 // runCmd is `grantry-bench run`, what `make bench` runs: seed one workload, then for each
-// placement (pinned, unpinned) start the ceiling, OPA's server and Grantry one after another —
-// never two at once, so that none disturbs another's CPU — load each for the given runs, and
-// print one table. In the first placement it also measures Grantry's writes, and its checks
-// with its decision log and access log off.
+// placement (pinned, unpinned) start a server of each row's system — the ceiling, OPA's server
+// and OPA's at its lightest, Grantry (whose server also answers the gateways' checks and the
+// writes), Grantry with the ABAC policy, Grantry on MongoDB — load them in turn for the given
+// runs, and print one table. In the first placement it also measures Grantry's writes, its
+// checks with its decision log and access log off, and Grantry on MongoDB; in the last, two
+// Grantry replicas sharing the MongoDB store. -systems picks the rows.
 func runCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var hf harnessFlags
 	fs, err := hf.flagSet("run", getenv, stderr)
@@ -24,8 +27,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	opa := fs.String("opa", "bin/opa", "the opa binary (go build -o bin/opa github.com/open-policy-agent/opa)")
-	writes := fs.Bool("writes", true, "also measure grant/revoke on Grantry")
-	logsOff := fs.Bool("logs-off", true, "also measure Grantry's checks logging as OPA's server does here: no decision log, no access log (first placement only)")
+	systems := fs.String("systems", "all", "the rows to run, comma-separated: all, or some of "+strings.Join(allRows, ","))
 	p := defaultParams()
 	p.register(fs)
 	h, dir, cleanup, err := hf.setUp(fs, args, stderr)
@@ -33,49 +35,113 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	defer cleanup()
-	if h.opa, err = binary(*opa); err != nil {
-		return err
-	}
-
-	seeded, err := seedAll(ctx, dir, p, true, stderr)
+	sel, err := parseSystems(*systems)
 	if err != nil {
 		return err
 	}
-	var all []series
-	for i, pl := range h.placements() {
-		// Forward-auth is measured on the same server, in the same runs, as can_user_access.
-		grantryTargets := []string{targetGrantry, targetForwardAuth}
-		if *writes && i == 0 {
-			// Writes are measured once, pinned, to keep `make bench` short; they wait on fsync as
-			// well as on the CPU.
-			grantryTargets = append(grantryTargets, targetWrites)
+	if sel[rowOPA] || sel[rowOPALight] {
+		if h.opa, err = binary(*opa); err != nil {
+			return err
 		}
-		// The three are measured in turn, run by run (interleave); the logs-off Grantry, which
-		// opens the same store, after them.
-		s, err := h.measureAll(ctx, []measured{
-			{systemCeiling, []string{targetCeiling}, dir, p},
-			{systemOPA, []string{targetOPA}, dir, p},
-			{systemGrantry, grantryTargets, dir, p},
-		}, pl)
+	}
+
+	seeded, err := seedAll(ctx, dir, p, seedWhat{grantry: sel.embeddedStore(), opa: sel[rowOPA], opaLight: sel[rowOPALight]}, stderr)
+	if err != nil {
+		return err
+	}
+	if sel[rowABAC] {
+		if err := prepareABAC(dir); err != nil {
+			return err
+		}
+	}
+	rep := report{workload: p, seeded: seeded, h: h}
+	mongoDir := filepath.Join(dir, "mongo")
+	var mp params
+	if sel.mongoStore() {
+		db, err := openMongo(getenv, dir, hf.keep || hf.dir != "")
 		if err != nil {
 			return err
 		}
-		all = append(all, s...)
-		if *logsOff && i == 0 {
+		defer func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := db.close(closeCtx); err != nil {
+				fmt.Fprintf(stderr, "grantry-bench: %v\n", err)
+			}
+		}()
+		h.mongo = db
+		ms, err := seedMongo(ctx, db, mongoDir, p, stderr)
+		if err != nil {
+			return err
+		}
+		rep.mongo = &mongoReport{describe: db.describe(), ferret: db.ferret, seeding: ms}
+		mp = ms.p
+	}
+	// FerretDB runs in this process: while servers are pinned, it moves to the load
+	// generator's CPU with the rest of the process.
+	var aff *affinity
+	if h.mongo.ferret && h.taskset != "" {
+		if aff, err = newAffinity(); err != nil {
+			return err
+		}
+	}
+
+	places := h.placements()
+	for i, pl := range places {
+		first, last := i == 0, i == len(places)-1
+		if aff != nil {
+			if err := aff.pin(pl.loadCPU); err != nil {
+				return err
+			}
+		}
+		// The rows' servers are measured in turn, run by run (interleave); the logs-off
+		// Grantry, which opens the same store, and the replicas, which take two servers and a
+		// prober, after them.
+		var group []measured
+		add := func(system string, targets ...string) {
+			if len(targets) > 0 {
+				group = append(group, measured{system, targets, dir, p})
+			}
+		}
+		for _, m := range []struct{ row, system, target string }{
+			{rowCeiling, systemCeiling, targetCeiling}, {rowOPA, systemOPA, targetOPA}, {rowOPALight, systemOPALight, targetOPALight},
+		} {
+			if sel[m.row] {
+				add(m.system, m.target)
+			}
+		}
+		// Writes are measured once, first (pinned), to keep make bench short; they wait on
+		// fsync as well as on the CPU.
+		add(systemGrantry, sel.grantryTargets(first)...)
+		if sel[rowABAC] {
+			add(systemGrantryABAC, targetABAC)
+		}
+		if sel[rowMongo] && first {
+			group = append(group, measured{systemGrantryMongo, []string{targetGrantry}, mongoDir, mp})
+		}
+		if len(group) > 0 {
+			s, err := h.measureAll(ctx, group, pl)
+			if err != nil {
+				return err
+			}
+			rep.series = append(rep.series, s...)
+		}
+		if sel[rowLogsOff] && first {
 			s, err := h.measure(ctx, systemGrantryLogsOff, []string{targetGrantry}, pl, dir, p)
 			if err != nil {
 				return err
 			}
-			all = append(all, s...)
+			rep.series = append(rep.series, s...)
+		}
+		if sel[rowReplicas] && last {
+			s, err := h.measureReplicas(ctx, measured{systemGrantryReplicas, []string{targetReplicas}, mongoDir, mp}, pl)
+			if err != nil {
+				return err
+			}
+			rep.series = append(rep.series, s)
 		}
 	}
-	rep := report{
-		machine:  machine(h.opa),
-		workload: p,
-		seeded:   seeded,
-		h:        h,
-		series:   all,
-	}
+	rep.machine = machine(h.opa)
 	rep.write(stdout)
 	if err := hf.saveResults(rep.results(), stderr); err != nil {
 		return err
@@ -86,35 +152,80 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	return nil
 }
 
+// prepareABAC makes what the grantry-abac server runs on: a copy of the seeded store in
+// dir/grantry-abac, and the ABAC policy folder.
+func prepareABAC(dir string) error {
+	if _, err := writeABACPolicy(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, grantryABACDir), 0o700); err != nil {
+		return fmt.Errorf("ABAC store: %w", err)
+	}
+	if err := copyFile(filepath.Join(dir, grantryDir, "grantry.db"), filepath.Join(dir, grantryABACDir, "grantry.db")); err != nil {
+		return fmt.Errorf("ABAC store: %w", err)
+	}
+	return nil
+}
+
+func copyFile(src, dst string) (err error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, out.Close()) }()
+	_, err = io.Copy(out, in)
+	return err
+}
+
 // seeding is what seeding took, for the report.
 type seeding struct {
 	took      time.Duration
 	storeSize int64 // grantry.db
 	dataSize  int64 // OPA's data.json
+	lightSize int64 // OPA-lightest's data.json
 }
 
-// seedAll draws the workload and writes it into dir for Grantry, and for OPA if withOPA.
-func seedAll(ctx context.Context, dir string, p params, withOPA bool, progress io.Writer) (seeding, error) {
+// seedWhat says which data seedAll writes.
+type seedWhat struct{ grantry, opa, opaLight bool }
+
+// seedAll draws the workload and writes it into dir: for Grantry's embedded store, OPA and
+// OPA at its lightest, as what says.
+func seedAll(ctx context.Context, dir string, p params, what seedWhat, progress io.Writer) (seeding, error) {
 	fmt.Fprintf(progress, "seeding %d users × %d grants over %d resources into %s\n", p.Users, p.Grants, p.Resources, dir)
 	start := time.Now()
 	w, err := newWorkload(p)
 	if err != nil {
 		return seeding{}, err
 	}
-	if err := seedGrantry(ctx, dir, w); err != nil {
-		return seeding{}, err
+	steps := []struct {
+		do   bool
+		seed func(string, *workload) error
+	}{
+		{what.grantry, func(dir string, w *workload) error { return seedGrantry(ctx, dir, w) }},
+		{what.opa, seedOPA},
+		{what.opaLight, seedOPALight},
 	}
-	if withOPA {
-		if err := seedOPA(dir, w); err != nil {
-			return seeding{}, err
+	for _, st := range steps {
+		if st.do {
+			if err := st.seed(dir, w); err != nil {
+				return seeding{}, err
+			}
 		}
 	}
 	s := seeding{took: time.Since(start)}
-	if fi, err := os.Stat(filepath.Join(dir, grantryDir, "grantry.db")); err == nil {
-		s.storeSize = fi.Size()
-	}
-	if fi, err := os.Stat(filepath.Join(dir, opaDir, opaDataFile)); err == nil {
-		s.dataSize = fi.Size()
+	for path, size := range map[string]*int64{
+		filepath.Join(dir, grantryDir, "grantry.db"): &s.storeSize,
+		filepath.Join(dir, opaDir, opaDataFile):      &s.dataSize,
+		filepath.Join(dir, opaLightDir, opaDataFile): &s.lightSize,
+	} {
+		if fi, err := os.Stat(path); err == nil {
+			*size = fi.Size()
+		}
 	}
 	fmt.Fprintf(progress, "seeded in %s\n", s.took.Round(100*time.Millisecond))
 	return s, nil

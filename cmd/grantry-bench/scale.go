@@ -44,7 +44,7 @@ func scaleCmd(ctx context.Context, args []string, getenv func(string) string, st
 	var systems []measured
 	for i, p := range []params{base, large} {
 		d := filepath.Join(dir, strconv.Itoa(i))
-		seeded, err := seedAll(ctx, d, p, false, stderr)
+		seeded, err := seedAll(ctx, d, p, seedWhat{grantry: true}, stderr)
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,12 @@ import (
 //go:embed wrapper.rego
 var wrapperRego string
 
+// lightRego is OPA at its lightest: one rule over a data document of each user's resource ids
+// (writeGrants), for the opa-lightest row.
+//
+//go:embed light.rego
+var lightRego string
+
 // The files of a seeded folder.
 const (
 	grantryDir   = "grantry"   // GRANTRY_DATA_DIR of the Grantry server: grantry.db
@@ -33,6 +39,9 @@ const (
 	opaDir       = "opa"       // authz.rego, wrapper.rego, data.json
 	opaDataFile  = "data.json" // the data document OPA serves, the same facts as grantry.db
 	opaQueryPath = "/v1/data/grantry/bench/allow"
+	// opaLightDir holds light.rego and data.json, {"grants": {"<user id>": ["<resource id>", …]}}.
+	opaLightDir       = "opa-light"
+	opaLightQueryPath = "/v1/data/grantry/light/allow"
 )
 
 // seedEpoch is when every seeded record was made, so that seeding twice writes the same data.
@@ -60,14 +69,16 @@ func seedCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := seedOPA(*dir, w); err != nil {
 		return err
 	}
+	if err := seedOPALight(*dir, w); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "seeded %s: %d users × %d grants, %d resources; API key in %s\n",
 		*dir, p.Users, p.Grants, p.Resources, filepath.Join(*dir, keyFile))
 	return nil
 }
 
 // seedGrantry writes the workload into a new embedded store under dir/grantry, directly through
-// the storage API: the organization and its API key by the normal methods, the bulk of
-// resources, users and grants through the store's Loader. The API key goes to dir/api-key.
+// the storage API (seedStore), and the API key to dir/api-key.
 func seedGrantry(ctx context.Context, dir string, w *workload) (err error) {
 	path := filepath.Join(dir, grantryDir, "grantry.db")
 	if _, err := os.Stat(path); err == nil {
@@ -78,22 +89,33 @@ func seedGrantry(ctx context.Context, dir string, w *workload) (err error) {
 		return fmt.Errorf("seed: %w", err)
 	}
 	defer func() { err = errors.Join(err, s.Close(context.Background())) }()
+	return seedStore(ctx, s, s.NewLoader(bolt.DefaultLoadBatch), w, filepath.Join(dir, keyFile))
+}
 
+// orgStore is what seeding writes through a store's normal methods.
+type orgStore interface {
+	CreateOrg(ctx context.Context, org storage.Org) error
+	CreateAPIKey(ctx context.Context, key storage.APIKey) error
+}
+
+// seedStore writes the workload into a store: the organization and its API key by the normal
+// methods, the bulk of resources, users (with their attributes) and grants through l. The API
+// key goes to keyPath.
+func seedStore(ctx context.Context, s orgStore, l storage.Loader, w *workload, keyPath string) error {
 	if err := s.CreateOrg(ctx, storage.Org{ID: w.OrgID, Name: "bench", CreatedAt: seedEpoch}); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
 	key := apikey.Generate()
-	err = s.CreateAPIKey(ctx, storage.APIKey{
+	err := s.CreateAPIKey(ctx, storage.APIKey{
 		ID: "bench", OrgID: w.OrgID, Prefix: apikey.Display(key), Hash: apikey.Hash(key), CreatedAt: seedEpoch,
 	})
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, keyFile), []byte(key), 0o600); err != nil {
+	if err := os.WriteFile(keyPath, []byte(key), 0o600); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
 
-	l := s.NewLoader(bolt.DefaultLoadBatch)
 	integration := storage.AuthIntegration{
 		OrgID: w.OrgID, ID: "00000000-0000-4000-8000-000000000001", Name: "bench-directory", Type: "import", CreatedAt: seedEpoch,
 	}
@@ -115,8 +137,9 @@ func seedGrantry(ctx context.Context, dir string, w *workload) (err error) {
 	for u := range w.Users {
 		id := userID(u)
 		err := l.AddUser(ctx, storage.User{
-			OrgID: w.OrgID, ID: id, Email: id + "@bench.example", First: "Bench", Last: id, Active: true,
+			OrgID: w.OrgID, ID: id, Email: userEmail(u), First: "Bench", Last: id, Active: true,
 			IntegrationID: integration.ID, IntegrationName: integration.Name, ImportedAt: seedEpoch, ModifiedAt: seedEpoch,
+			Attributes: storage.ImportedAttributes(map[string]string{"department": w.department(u)}),
 		})
 		if err != nil {
 			return fmt.Errorf("seed: %w", err)
@@ -165,6 +188,57 @@ func seedOPA(dir string, w *workload) error {
 		return fmt.Errorf("seed OPA: %w", err)
 	}
 	return nil
+}
+
+// seedOPALight writes what OPA's server at its lightest is started with into dir/opa-light:
+// light.rego, and each user's resource ids as the data document data.grants (data.json).
+func seedOPALight(dir string, w *workload) error {
+	out := filepath.Join(dir, opaLightDir)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("seed OPA: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "light.rego"), []byte(lightRego), 0o644); err != nil {
+		return fmt.Errorf("seed OPA: %w", err)
+	}
+	f, err := os.Create(filepath.Join(out, opaDataFile))
+	if err != nil {
+		return fmt.Errorf("seed OPA: %w", err)
+	}
+	if err := writeGrants(f, w); err != nil {
+		f.Close()
+		return fmt.Errorf("seed OPA: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("seed OPA: %w", err)
+	}
+	return nil
+}
+
+// writeGrants writes the compact data document of light.rego: {"grants": {"<user id>":
+// ["<resource id>", …]}}.
+func writeGrants(out io.Writer, w *workload) error {
+	bw := bufio.NewWriterSize(out, 1<<20)
+	ids := make([][]byte, len(w.ResourceIDs))
+	for r, id := range w.ResourceIDs {
+		ids[r] = quote(id)
+	}
+	bw.WriteString(`{"grants":{`)
+	for u := range w.Users {
+		if u > 0 {
+			bw.WriteByte(',')
+		}
+		bw.Write(quote(userID(u)))
+		bw.WriteString(`:[`)
+		for i, r := range w.userGrants(u) {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			bw.Write(ids[r])
+		}
+		bw.WriteByte(']')
+	}
+	bw.WriteString("}}\n")
+	return bw.Flush()
 }
 
 // writeFacts writes the data document, in the shape grantry.authz reads its input:

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,10 +15,14 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"google.golang.org/grpc"
 
 	"github.com/grantry/grantry/api"
 	"github.com/grantry/grantry/authz"
+	"github.com/grantry/grantry/extauthz"
+	"github.com/grantry/grantry/gateway"
 	"github.com/grantry/grantry/policy"
+	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/bolt"
 )
 
@@ -90,20 +96,63 @@ func seedSmall(tb testing.TB) seeded {
 
 // grantryServer serves Grantry's real router on the seeded store.
 func (s seeded) grantryServer(tb testing.TB) *httptest.Server {
+	srv, _ := s.grantryServers(tb)
+	return srv
+}
+
+// grantryServers serves Grantry's real router on the seeded store, with its gateways set up as
+// the bench's Grantry has them, and its Envoy ext_authz server over gRPC at grpcAddr.
+func (s seeded) grantryServers(tb testing.TB) (srv *httptest.Server, grpcAddr string) {
 	tb.Helper()
 	store, err := bolt.Open(tb.Context(), filepath.Join(s.dir, grantryDir, "grantry.db"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { store.Close(context.Background()) })
+	g := serveGrantry(tb, store, false)
+	return g.http, g.extAuthz(tb)
+}
+
+// served is Grantry's router served over HTTP, and its gateway.
+type served struct {
+	http   *httptest.Server
+	api    *api.Server
+	engine *authz.Engine
+	gw     *gateway.Gateway
+}
+
+// serveGrantry serves Grantry's router on store, its gateway reading users from
+// benchUserHeader; shared says the store is shared with other servers (MongoDB).
+func serveGrantry(tb testing.TB, store storage.Store, shared bool) served {
+	tb.Helper()
 	engine, err := policy.New(tb.Context(), policy.Embedded())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	eng := authz.New(authz.Config{Store: store, Policies: policy.NewLive(engine)})
-	srv := httptest.NewServer(api.New(api.Config{Store: eng.Store(), Decider: eng}))
+	eng := authz.New(authz.Config{Store: store, Policies: policy.NewLive(engine), Shared: shared})
+	a := api.New(api.Config{Store: eng.Store(), Decider: eng})
+	gw, err := gateway.New(gateway.Config{UserHeader: benchUserHeader}, a, a, a)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.SetGateway(gw)
+	srv := httptest.NewServer(a)
 	tb.Cleanup(srv.Close)
-	return srv
+	return served{http: srv, api: a, engine: eng, gw: gw}
+}
+
+// extAuthz serves the server's ext_authz over gRPC on a loopback port and returns its address.
+func (s served) extAuthz(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	g := grpc.NewServer()
+	extauthz.New(s.gw, s.api, 0, nil).Register(g)
+	go g.Serve(ln)
+	tb.Cleanup(g.Stop)
+	return ln.Addr().String()
 }
 
 // TestLoadAgainstGrantry drives Grantry's real router, on a store seeded by seedGrantry, with the
@@ -112,12 +161,15 @@ func (s seeded) grantryServer(tb testing.TB) *httptest.Server {
 // requests fit together, so that a `wrong` of 0 in the table means something.
 func TestLoadAgainstGrantry(t *testing.T) {
 	s := seedSmall(t)
-	srv := s.grantryServer(t)
+	srv, grpcAddr := s.grantryServers(t)
 	tests := []struct {
 		target string
 		window time.Duration
 	}{
 		{targetGrantry, 300 * time.Millisecond},
+		{targetReplicas, 300 * time.Millisecond},
+		{targetForwardAuth, 300 * time.Millisecond},
+		{targetExtAuthz, 300 * time.Millisecond},
 		// A write waits for its commit's fsync, which the disk of a CI machine running every
 		// package's tests at once has held past 300 ms; measureSome then measures longer.
 		{targetWrites, 300 * time.Millisecond},
@@ -128,7 +180,11 @@ func TestLoadAgainstGrantry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := &generator{target: tg, addr: srv.Listener.Addr().String(), key: s.key, conns: 4}
+			addr := srv.Listener.Addr().String()
+			if tc.target == targetExtAuthz {
+				addr = grpcAddr
+			}
+			g := &generator{target: tg, addrs: []string{addr}, key: s.key, conns: 4}
 			res := measureSome(t, g, tc.window)
 			if res.Requests == 0 || res.Mismatches != 0 || res.Errors != 0 {
 				t.Errorf("%d requests, %d wrong, %d errors (first: %s); want some, all right", res.Requests, res.Mismatches, res.Errors, res.FirstError)
@@ -138,20 +194,24 @@ func TestLoadAgainstGrantry(t *testing.T) {
 }
 
 // TestLoadCountsWrongAnswers checks the other side: answers that differ from the workload's are
-// counted as wrong, and failures as errors. A key of another organization makes Grantry answer
-// 401 to every request.
+// counted as wrong, a gateway's 403 for its 200 and the other way round included, and failures
+// as errors. A key of another organization makes Grantry answer 401 to every request.
 func TestLoadCountsWrongAnswers(t *testing.T) {
 	s := seedSmall(t)
-	srv := s.grantryServer(t)
+	srv, grpcAddr := s.grantryServers(t)
 	tests := []struct {
 		name      string
+		target    string
 		key       string
 		flip      bool // expect the opposite of every answer
 		wantWrong bool
 		wantError bool
 	}{
-		{name: "every answer flipped", key: s.key, flip: true, wantWrong: true},
-		{name: "unknown key", key: "gry_unknown", wantError: true},
+		{name: "every answer flipped", target: targetGrantry, key: s.key, flip: true, wantWrong: true},
+		{name: "every forward-auth answer flipped", target: targetForwardAuth, key: s.key, flip: true, wantWrong: true},
+		{name: "every ext_authz answer flipped", target: targetExtAuthz, key: s.key, flip: true, wantWrong: true},
+		{name: "unknown key", target: targetGrantry, key: "gry_unknown", wantError: true},
+		{name: "unknown key, ext_authz", target: targetExtAuthz, key: "gry_unknown", wantError: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,11 +223,15 @@ func TestLoadCountsWrongAnswers(t *testing.T) {
 					w.Checks[i] = c
 				}
 			}
-			tg, err := newTarget(targetGrantry, &w)
+			tg, err := newTarget(tc.target, &w)
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := &generator{target: tg, addr: srv.Listener.Addr().String(), key: tc.key, conns: 2}
+			addr := srv.Listener.Addr().String()
+			if tc.target == targetExtAuthz {
+				addr = grpcAddr
+			}
+			g := &generator{target: tg, addrs: []string{addr}, key: tc.key, conns: 2}
 			res := measureSome(t, g, 200*time.Millisecond)
 			if got := res.Mismatches > 0 && res.Mismatches == res.Requests; got != tc.wantWrong {
 				t.Errorf("%d of %d answers counted wrong; want all: %v", res.Mismatches, res.Requests, tc.wantWrong)
@@ -241,5 +305,79 @@ func measureSome(t *testing.T, g *generator, window time.Duration) loadResult {
 		}
 		t.Logf("no answer within %s; measuring again for twice as long", window)
 		window *= 2
+	}
+}
+
+// TestSeededUsersHaveAttributes: every seeded user has an email of the bench's domain and its
+// department as attributes, as the grantry-abac row's policy reads them.
+func TestSeededUsersHaveAttributes(t *testing.T) {
+	s := seedSmall(t)
+	store, err := bolt.Open(t.Context(), filepath.Join(s.dir, grantryDir, "grantry.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close(context.Background())
+	users, total, err := store.IntegrationUsers(t.Context(), s.w.OrgID, "00000000-0000-4000-8000-000000000001", 0, s.w.Users)
+	if err != nil || total != s.w.Users {
+		t.Fatalf("IntegrationUsers = %d users of %d, %v; want %d", len(users), total, err, s.w.Users)
+	}
+	for _, u := range users {
+		var n int
+		if _, err := fmt.Sscanf(u.ID, "user-%d", &n); err != nil {
+			t.Fatalf("user id %q: %v", u.ID, err)
+		}
+		var attrs map[string]string
+		if err := json.Unmarshal(u.Attributes, &attrs); err != nil {
+			t.Fatalf("user %s attributes %q: %v", u.ID, u.Attributes, err)
+		}
+		if diff := cmp.Diff(map[string]string{"department": s.w.department(n)}, attrs); diff != "" || u.Email != userEmail(n) {
+			t.Errorf("user %s: email %q, attributes (-want +got):\n%s", u.ID, u.Email, diff)
+		}
+	}
+}
+
+// TestOPALightAnswersTheWorkload evaluates, in process, what OPA's server at its lightest is
+// started with (the files seedOPALight writes) on the very bodies the load generator sends it.
+func TestOPALightAnswersTheWorkload(t *testing.T) {
+	s := seedSmall(t)
+	if err := seedOPALight(s.dir, s.w); err != nil {
+		t.Fatal(err)
+	}
+	od := filepath.Join(s.dir, opaLightDir)
+	pq, err := rego.New(
+		rego.Query("data.grantry.light.allow"),
+		rego.Load([]string{filepath.Join(od, "light.rego"), filepath.Join(od, opaDataFile)}, nil),
+	).PrepareForEval(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := newTarget(targetOPALight, s.w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := 0
+	for _, c := range s.w.Checks[:500] {
+		x := tg.ask(c, nil)[0]
+		if x.path != opaLightQueryPath {
+			t.Fatalf("path %s, want %s", x.path, opaLightQueryPath)
+		}
+		var body struct{ Input map[string]any }
+		if err := json.Unmarshal(x.body, &body); err != nil {
+			t.Fatalf("body %s: %v", x.body, err)
+		}
+		rs, err := pq.Eval(t.Context(), rego.EvalInput(body.Input))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := json.Marshal(map[string]any{"result": rs[0].Expressions[0].Value})
+		if string(answer) != string(x.want) {
+			t.Fatalf("check %+v: OPA answers %s, the load generator expects %s", c, answer, x.want)
+		}
+		if c.Granted {
+			granted++
+		}
+	}
+	if granted == 0 || granted == 500 {
+		t.Errorf("%d of 500 checks granted; the test needs both answers", granted)
 	}
 }

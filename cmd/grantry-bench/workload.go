@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 )
 
 // params describe a workload. The same params always make the same workload, byte for byte, so
@@ -75,6 +76,9 @@ type workload struct {
 	Warmup []pair
 	// Writes are not-granted pairs for the grant/revoke benchmark.
 	Writes []pair
+	// research marks the users whose department is research; the others are in sales. It is
+	// what the ABAC policy reads of a user (input.user.attributes.department).
+	research []bool
 }
 
 // The streams of random numbers, one per purpose, so that changing how many checks are drawn
@@ -84,7 +88,12 @@ const (
 	streamChecks
 	streamWarmup
 	streamWrites
+	streamAttributes
+	streamProbes
 )
+
+// researchShare is the share of users whose department is research, out of ten.
+const researchShare = 9
 
 // newWorkload draws the workload of p.
 func newWorkload(p params) (*workload, error) {
@@ -120,6 +129,11 @@ func newWorkload(p params) (*workload, error) {
 	w.Writes = make([]pair, min(p.Checks, 1<<16))
 	for i := range w.Writes {
 		w.Writes[i] = w.notGranted(writes, writes.IntN(p.Users))
+	}
+	attrs := rand.New(rand.NewPCG(p.Seed, streamAttributes))
+	w.research = make([]bool, p.Users)
+	for u := range w.research {
+		w.research[u] = attrs.IntN(10) < researchShare
 	}
 	return w, nil
 }
@@ -177,4 +191,54 @@ func uuid(rng *rand.Rand) string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// department is user u's department, as seeded into the user's attributes.
+func (w *workload) department(u int) string {
+	if w.research[u] {
+		return "research"
+	}
+	return "sales"
+}
+
+// userEmail is user u's email, as seeded: every one is of the domain the ABAC policy asks for.
+func userEmail(u int) string { return userID(u) + "@" + benchDomain }
+
+// benchDomain is the domain of every seeded user's email.
+const benchDomain = "bench.example"
+
+// abacAllows is the answer the ABAC policy (abac.rego) gives to p: the shipped policy's (the
+// pair is granted), and the resource is not a dataset unless the user is in research; every
+// seeded email is of benchDomain.
+func (w *workload) abacAllows(p pair) bool {
+	return p.Granted && (resourceKind(int(p.Resource)) != "dataset" || w.research[p.User]) &&
+		strings.HasSuffix(userEmail(int(p.User)), "@"+benchDomain)
+}
+
+// probePairs draws n distinct not-granted pairs (fewer if the workload has fewer) for the
+// replicas' prober to grant and revoke while the load runs; the replicas' load leaves them out
+// of its sequences (withoutPairs), so that it never sees an answer the prober changed.
+func (w *workload) probePairs(n int) []pair {
+	type key struct{ u, r uint32 }
+	seen := map[key]bool{}
+	rng := rand.New(rand.NewPCG(w.Seed, streamProbes))
+	var out []pair
+	for tries := 0; len(out) < n && tries < 100*n; tries++ {
+		p := w.notGranted(rng, rng.IntN(w.Users))
+		if k := (key{p.User, p.Resource}); !seen[k] {
+			seen[k] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// withoutPairs is seq without the questions about any of pairs.
+func withoutPairs(seq, pairs []pair) []pair {
+	type key struct{ u, r uint32 }
+	drop := make(map[key]bool, len(pairs))
+	for _, p := range pairs {
+		drop[key{p.User, p.Resource}] = true
+	}
+	return slices.DeleteFunc(slices.Clone(seq), func(p pair) bool { return drop[key{p.User, p.Resource}] })
 }

@@ -128,3 +128,75 @@ func TestParamsArgsRoundTrip(t *testing.T) {
 		t.Errorf("params through flags = %+v, want %+v", got, want)
 	}
 }
+
+// TestDepartments: about nine users in ten are in research, drawn from the seed, so that every
+// process agrees on them; more checks leave them as they were.
+func TestDepartments(t *testing.T) {
+	p := params{Seed: 3, Users: 10_000, Resources: 10, Grants: 2, Checks: 10}
+	w := mustWorkload(t, p)
+	research := 0
+	for u := range p.Users {
+		switch w.department(u) {
+		case "research":
+			research++
+		case "sales":
+		default:
+			t.Fatalf("user %d is in %q", u, w.department(u))
+		}
+	}
+	if share := float64(research) / float64(p.Users); share < 0.88 || share > 0.92 {
+		t.Errorf("%.3f of users in research, want about 0.9", share)
+	}
+	p.Checks *= 3
+	if again := mustWorkload(t, p); !slices.Equal(again.research, w.research) {
+		t.Error("drawing more checks changed the users' departments")
+	}
+}
+
+// TestProbePairs: the prober's pairs are distinct and not granted, and the replicas' load,
+// which leaves them out, asks about none of them and about every other pair it would have.
+func TestProbePairs(t *testing.T) {
+	w := mustWorkload(t, smallParams())
+	probes := w.probePairs(probeCount)
+	if len(probes) != probeCount {
+		t.Fatalf("%d probe pairs, want %d", len(probes), probeCount)
+	}
+	type key struct{ u, r uint32 }
+	probed := map[key]bool{}
+	for _, p := range probes {
+		if p.Granted || w.granted(int(p.User), p.Resource) {
+			t.Fatalf("probe pair %+v is granted; the prober grants it and revokes it", p)
+		}
+		if probed[key{p.User, p.Resource}] {
+			t.Fatalf("probe pair %+v drawn twice", p)
+		}
+		probed[key{p.User, p.Resource}] = true
+	}
+	tg, err := newTarget(targetReplicas, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string][][]pair{"checks": {tg.seq, w.Checks}, "warm-up": {tg.warm, w.Warmup}} {
+		kept, all := got[0], got[1]
+		left := 0
+		for _, c := range all {
+			if probed[key{c.User, c.Resource}] {
+				left++
+			}
+		}
+		if left == 0 {
+			t.Fatalf("no %s pair is a probe pair: the test shows nothing", name)
+		}
+		if len(kept) != len(all)-left {
+			t.Errorf("%s: %d kept of %d, want all but the %d probe pairs", name, len(kept), len(all), left)
+		}
+		for _, c := range kept {
+			if probed[key{c.User, c.Resource}] {
+				t.Fatalf("the replicas' %s ask about probe pair %+v", name, c)
+			}
+		}
+	}
+	if tiny := mustWorkload(t, params{Seed: 1, Users: 1, Resources: 3, Grants: 1, Checks: 1}); len(tiny.probePairs(probeCount)) != 2 {
+		t.Errorf("a workload of two not-granted pairs gives %d probe pairs, want both", len(tiny.probePairs(probeCount)))
+	}
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/grantry/grantry/internal/seal"
+	"github.com/grantry/grantry/storage/mongo"
+)
+
+// mongoDB is the database the MongoDB rows run on: at GRANTRY_BENCH_MONGO_URI, or in a FerretDB
+// that this process runs.
+type mongoDB struct {
+	uri    string // may hold a password: never printed
+	name   string
+	ferret bool
+	// secretKey is GRANTRY_SECRET_KEY of the servers on it, drawn anew for each run.
+	secretKey string
+	// close stops the FerretDB, or drops the database from the given deployment.
+	close func(ctx context.Context) error
+}
+
+// fill asks s about every user of w fillQuestions times, a few users at a time, so that a
+// Grantry on MongoDB is measured as the embedded store's is, with every user in its cache: it
+// has no resident grants to warm its cache with at start, and it keeps a user only from the
+// user's third read on.
+func (h *harness) fill(ctx context.Context, s *server, m measured, w *workload, key string) error {
+	start := time.Now()
+	var (
+		next     atomic.Int64
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range 8 {
+		c := newClient(s.addr, key, false)
+		wg.Go(func() {
+			defer c.close()
+			for i := int(next.Add(1) - 1); i < w.Users*fillQuestions && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				u, grants := i/fillQuestions, w.userGrants(i/fillQuestions)
+				body := []byte(`{"user_id":` + string(quote(userID(u))) + `,"svc_id":` + string(quote(w.ResourceIDs[grants[i%len(grants)]])) + `}`)
+				status, answer, err := c.post("/provisions/can_user_access", nil, body)
+				if err == nil && status != 200 {
+					err = fmt.Errorf("answered %d: %.200s", status, answer)
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("%s: asking about every user: %w", m.system, firstErr)
+	}
+	fmt.Fprintf(h.progress, "  %s asked about each of its %d users %d times in %.1fs\n", m.system, w.Users, fillQuestions, time.Since(start).Seconds())
+	return ctx.Err()
+}
+
+// fillQuestions is how many times fill asks about each user.
+const fillQuestions = 4
+
+// onMongo reports whether system is a Grantry on MongoDB.
+func onMongo(system string) bool {
+	return system == systemGrantryMongo || system == systemGrantryReplicas
+}
+
+// describe names the deployment for the report, without its URI.
+func (db mongoDB) describe() string {
+	if db.ferret {
+		return "FerretDB " + ferretVersion() + " on SQLite, in grantry-bench's own process"
+	}
+	return "GRANTRY_BENCH_MONGO_URI, database " + db.name
+}
+
+// ferretVersion is the version of the FerretDB module grantry-bench was built with.
+func ferretVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/FerretDB/FerretDB" {
+				return d.Version
+			}
+		}
+	}
+	return "(version unknown)"
+}
+
+// benchMongoURI is the variable naming a MongoDB deployment for the MongoDB rows.
+const benchMongoURI = "GRANTRY_BENCH_MONGO_URI"
+
+// openMongo returns the database of the MongoDB rows: a new one, grantry_bench_<time>, at
+// GRANTRY_BENCH_MONGO_URI (dropped again by close unless keep), or grantry_bench in a FerretDB
+// run in this process on SQLite files under dir/ferretdb.
+func openMongo(getenv func(string) string, dir string, keep bool) (mongoDB, error) {
+	if uri := getenv(benchMongoURI); uri != "" {
+		db := mongoDB{uri: uri, name: fmt.Sprintf("grantry_bench_%d", time.Now().Unix()), secretKey: newSecretKey()}
+		db.close = func(ctx context.Context) error {
+			if keep {
+				return nil
+			}
+			return dropDatabase(ctx, db.uri, db.name)
+		}
+		return db, nil
+	}
+	return startFerretDB(dir)
+}
+
+// startFerretDB runs FerretDB in this process, listening on a loopback port, with its SQLite
+// files in dir/ferretdb. SQLite commits without waiting for the disk at each one
+// (synchronous=normal, in WAL mode), as close as it comes to MongoDB's default of journaling
+// in batches. Its log (errors only: below that it prints whole wire messages) goes to
+// dir/ferretdb.log.
+func startFerretDB(dir string) (mongoDB, error) {
+	data := filepath.Join(dir, "ferretdb")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return mongoDB{}, fmt.Errorf("ferretdb: %w", err)
+	}
+	logFile, err := os.OpenFile(filepath.Join(dir, "ferretdb.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return mongoDB{}, fmt.Errorf("ferretdb: %w", err)
+	}
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Logger:    slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelError})),
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + data + "/?_pragma=synchronous(normal)",
+	})
+	if err != nil {
+		logFile.Close()
+		return mongoDB{}, fmt.Errorf("ferretdb: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	return mongoDB{uri: f.MongoDBURI(), name: "grantry_bench", ferret: true, secretKey: newSecretKey(), close: func(context.Context) error {
+		cancel()
+		err := <-done
+		return errors.Join(err, logFile.Close())
+	}}, nil
+}
+
+// newSecretKey draws a master key for third-party secrets, as GRANTRY_SECRET_KEY takes it.
+func newSecretKey() string {
+	key := make([]byte, seal.KeySize)
+	rand.Read(key) // crypto/rand.Read never fails
+	return base64.StdEncoding.EncodeToString(key)
+}
+
+// dropDatabase drops name at uri, the database the MongoDB rows were seeded into.
+func dropDatabase(ctx context.Context, uri, name string) error {
+	client, err := driver.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return errors.New("drop the bench database: invalid connection URI (details withheld: it may hold credentials)")
+	}
+	defer client.Disconnect(context.WithoutCancel(ctx))
+	if err := client.Database(name).Drop(ctx); err != nil {
+		return fmt.Errorf("drop the bench database %s: %w", name, err)
+	}
+	return nil
+}
+
+// mongoSeeding is what seeding the MongoDB rows' database took, for the report.
+type mongoSeeding struct {
+	p    params
+	took time.Duration
+}
+
+// smallMongoUsers is how many users the MongoDB rows hold on FerretDB, which reads a user's
+// grants by scanning every grant: a check of a user not in the cache then takes as long as
+// reading them all, tens of milliseconds for make bench's half a million.
+const smallMongoUsers = 50
+
+// mongoParams is the workload of the MongoDB rows: p itself on a MongoDB, p with
+// smallMongoUsers users on FerretDB. The users kept are p's first, with the same grants.
+func mongoParams(p params, ferret bool) params {
+	if ferret {
+		p.Users = min(p.Users, smallMongoUsers)
+	}
+	return p
+}
+
+// seedMongo writes the workload of p (or the smaller one of mongoParams) into db through the
+// store's bulk loader, and the API key of its organization to dir/api-key.
+func seedMongo(ctx context.Context, db mongoDB, dir string, p params, progress io.Writer) (ms mongoSeeding, err error) {
+	s, err := mongo.Open(ctx, db.uri, db.name)
+	if err != nil {
+		return mongoSeeding{}, fmt.Errorf("seed MongoDB: %w", err)
+	}
+	defer func() { err = errors.Join(err, s.Close(context.WithoutCancel(ctx))) }()
+	ms = mongoSeeding{p: mongoParams(p, db.ferret)}
+	fmt.Fprintf(progress, "seeding MongoDB with %d users × %d grants over %d resources\n", ms.p.Users, ms.p.Grants, ms.p.Resources)
+	start := time.Now()
+	w, err := newWorkload(ms.p)
+	if err != nil {
+		return mongoSeeding{}, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return mongoSeeding{}, fmt.Errorf("seed MongoDB: %w", err)
+	}
+	if err := seedStore(ctx, s, s.NewLoader(mongo.DefaultLoadBatch), w, filepath.Join(dir, keyFile)); err != nil {
+		return mongoSeeding{}, fmt.Errorf("seed MongoDB: %w", err)
+	}
+	ms.took = time.Since(start)
+	fmt.Fprintf(progress, "seeded MongoDB in %s\n", ms.took.Round(100*time.Millisecond))
+	return ms, nil
+}
