@@ -334,18 +334,14 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir, l
 		return nil, fmt.Errorf("%s did not come up (its log: %s): %w", system, logFile.Name(), err)
 	}
 	if isGrantry(system) {
-		// Grantry answers while it reads users' grants into memory and warms its cache with
-		// them; what is measured is the server after that.
+		// Grantry answers while it reads users and groups into memory; what is measured is the
+		// server after that.
 		answering := time.Since(started)
-		for _, done := range []struct{ metric, what string }{
-			{"grantry_resident_reading", "read users' grants in"}, {"grantry_cache_warming", "warm its cache"},
-		} {
-			if err := s.waitUntil(ctx, "/metrics", "\n"+done.metric+" 0\n"); err != nil {
-				s.stop()
-				return nil, fmt.Errorf("%s did not %s (its log: %s): %w", system, done.what, logFile.Name(), err)
-			}
+		if err := s.waitUntil(ctx, "/metrics", "\ngrantry_read_in 0\n"); err != nil {
+			s.stop()
+			return nil, fmt.Errorf("%s did not read its users in (its log: %s): %w", system, logFile.Name(), err)
 		}
-		fmt.Fprintf(h.progress, "  %s answered %.1fs after start; its grants were read in and its cache warmed %.1fs after start\n",
+		fmt.Fprintf(h.progress, "  %s answered %.1fs after start; its users were read in %.1fs after start\n",
 			logName, answering.Seconds(), time.Since(started).Seconds())
 	}
 	return s, nil
@@ -522,19 +518,6 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 			return nil, err
 		}
 		servers[i] = s
-		if onMongo(m.system) {
-			w, err := newWorkload(m.p)
-			if err != nil {
-				return nil, err
-			}
-			key, err := os.ReadFile(filepath.Join(m.dir, keyFile))
-			if err != nil {
-				return nil, err
-			}
-			if err := h.fill(ctx, s, m, w, strings.TrimSpace(string(key))); err != nil {
-				return nil, err
-			}
-		}
 	}
 	var out []series
 	type of struct {

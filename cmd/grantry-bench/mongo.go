@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -12,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
@@ -35,49 +32,6 @@ type mongoDB struct {
 	// close stops the FerretDB, or drops the database from the given deployment.
 	close func(ctx context.Context) error
 }
-
-// fill asks s about every user of w fillQuestions times, a few users at a time, so that a
-// Grantry on MongoDB is measured as the embedded store's is, with every user in its cache: it
-// has no resident grants to warm its cache with at start, and it keeps a user only from the
-// user's third read on.
-func (h *harness) fill(ctx context.Context, s *server, m measured, w *workload, key string) error {
-	start := time.Now()
-	var (
-		next     atomic.Int64
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	for range 8 {
-		c := newClient(s.addr, key, false)
-		wg.Go(func() {
-			defer c.close()
-			for i := int(next.Add(1) - 1); i < w.Users*fillQuestions && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-				u, grants := i/fillQuestions, w.userGrants(i/fillQuestions)
-				body := []byte(`{"user_id":` + string(quote(userID(u))) + `,"svc_id":` + string(quote(w.ResourceIDs[grants[i%len(grants)]])) + `}`)
-				status, answer, err := c.post("/provisions/can_user_access", nil, body)
-				if err == nil && status != 200 {
-					err = fmt.Errorf("answered %d: %.200s", status, answer)
-				}
-				if err != nil {
-					mu.Lock()
-					firstErr = cmp.Or(firstErr, err)
-					mu.Unlock()
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("%s: asking about every user: %w", m.system, firstErr)
-	}
-	fmt.Fprintf(h.progress, "  %s asked about each of its %d users %d times in %.1fs\n", m.system, w.Users, fillQuestions, time.Since(start).Seconds())
-	return ctx.Err()
-}
-
-// fillQuestions is how many times fill asks about each user.
-const fillQuestions = 4
 
 // onMongo reports whether system is a Grantry on MongoDB.
 func onMongo(system string) bool {

@@ -166,11 +166,6 @@ func (h *harness) measureReplicas(ctx context.Context, m measured, pl placement)
 	}
 	pr := newProber(servers[0].addr, servers[1].addr, strings.TrimSpace(string(key)), w, pairs)
 	defer pr.close()
-	for _, s := range servers {
-		if err := h.fill(ctx, s, m, w, strings.TrimSpace(string(key))); err != nil {
-			return series{}, err
-		}
-	}
 
 	out := series{system: m.system, target: m.targets[0], placement: pl.name, users: m.p.Users, visibility: &visibility{}}
 	for run := range h.runs {
