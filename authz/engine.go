@@ -115,6 +115,7 @@ func (e *Engine) Decide(ctx context.Context, q Question) (Decision, error) {
 		return d, err
 	}
 	d.Allowed = e.decide(ctx, p, v)
+	v.release()
 	return d, nil
 }
 
@@ -143,6 +144,7 @@ func (e *Engine) DecideEach(ctx context.Context, qs []Question) ([]bool, string,
 			return nil, p.engine.Revision(), err
 		}
 		out[i] = e.decide(ctx, p, v)
+		v.release()
 	}
 	return out, p.engine.Revision(), nil
 }
@@ -154,7 +156,9 @@ func (e *Engine) Explain(ctx context.Context, q Question) (policy.Explanation, e
 	if err != nil {
 		return policy.Explanation{Revision: p.engine.Revision(), Reasons: []string{policy.ReasonEvaluationFailed}}, err
 	}
-	return p.engine.Explain(ctx, v.input())
+	in := v.input()
+	v.release()
+	return p.engine.Explain(ctx, in)
 }
 
 // Revision is the revision of the policy deciding now.
@@ -204,6 +208,7 @@ func (e *Engine) UserHoldings(ctx context.Context, orgID, userID string) (Holdin
 	if err != nil {
 		return Holdings{}, err
 	}
+	defer v.release()
 	if v.u == nil {
 		return Holdings{}, ErrNoUser
 	}

@@ -16,7 +16,7 @@ import (
 func appendKey(b []byte, r *policy.Reads, v *view) []byte {
 	b = keyNode(b, r.Root(), v.root())
 	for _, c := range r.NowConstants() {
-		b = append(b, byte(ast.Compare(c.Value, v.nowT.Value)+1))
+		b = append(b, byte(ast.Compare(c.Value, v.nowTerm().Value)+1))
 	}
 	return b
 }
@@ -84,7 +84,7 @@ func (x value) compareNow() byte {
 	if x.kind == kNumber {
 		return byte(cmp.Compare(x.n, x.v.now) + 1)
 	}
-	return byte(ast.Compare(x.term().Value, x.v.nowT.Value) + 1)
+	return byte(ast.Compare(x.term().Value, x.v.nowTerm().Value) + 1)
 }
 
 // appendWhole is policy.Append of x's value.
@@ -100,6 +100,13 @@ func (x value) appendWhole(b []byte) []byte {
 		b = append(b, policy.TagNumber)
 		b = binary.AppendUvarint(b, uint64(len(d)))
 		return append(b, d...)
+	case kIDs:
+		b = append(b, policy.TagArray)
+		b = binary.AppendUvarint(b, uint64(len(x.v.q.ResourceIDs)))
+		for _, id := range x.v.q.ResourceIDs {
+			b = appendString(b, id)
+		}
+		return b
 	}
 	return policy.Append(b, x.term().Value)
 }
@@ -115,7 +122,7 @@ func appendString(b []byte, s string) []byte {
 func prune(r *policy.Reads, v *view) ast.Value {
 	out := pruneNode(r.Root(), v.root()).Value
 	if r.ReadsNow() {
-		out.(ast.Object).Insert(ast.StringTerm("now"), v.nowT)
+		out.(ast.Object).Insert(ast.StringTerm("now"), v.nowTerm())
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package authz
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -26,23 +27,43 @@ type Question struct {
 // at where the policy reads it (the memo's key, a pruned input) instead of the whole input
 // being built for every question.
 type view struct {
-	q      *Question
+	q      Question
 	now    int64
-	nowT   *ast.Term
+	nowT   *ast.Term // input.now, made when first needed (nowTerm)
 	cat    *catalog
 	u      *user       // nil: no such user
 	groups []*group    // the user's groups, as u.groups orders them; nil where one is gone
 	asked  []*resource // by the index of q.ResourceIDs; nil where there is no such resource
 }
 
+// views are reused: a view lives for one question, and every check asks one.
+var views = sync.Pool{New: func() any { return new(view) }}
+
+// newView returns a view of q's input over the facts given; release gives it back once the
+// question is answered.
 func newView(q *Question, cat *catalog, u *user, groups []*group) *view {
-	v := &view{q: q, now: nanos(q.Now), cat: cat, u: u, groups: groups}
-	v.nowT = numberTerm(v.now)
-	v.asked = make([]*resource, len(q.ResourceIDs))
-	for i, id := range q.ResourceIDs {
-		v.asked[i] = cat.resources[id]
+	v := views.Get().(*view)
+	v.q, v.now, v.nowT, v.cat, v.u, v.groups = *q, nanos(q.Now), nil, cat, u, groups
+	v.asked = v.asked[:0]
+	for _, id := range q.ResourceIDs {
+		v.asked = append(v.asked, cat.resources[id])
 	}
 	return v
+}
+
+// release gives v back for another question; nothing may use it after.
+func (v *view) release() {
+	clear(v.asked)
+	*v = view{asked: v.asked[:0]}
+	views.Put(v)
+}
+
+// nowTerm is input.now.
+func (v *view) nowTerm() *ast.Term {
+	if v.nowT == nil {
+		v.nowT = numberTerm(v.now)
+	}
+	return v.nowT
 }
 
 // kind is what a value of the input is, by where it stands in the input's shape.
