@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -31,6 +32,9 @@ func keyNode(b []byte, n *policy.ReadNode, x value) []byte {
 	}
 	if n.Whole {
 		b = x.appendWhole(b)
+	}
+	for i := range n.Probes {
+		b = x.appendProbe(b, &n.Probes[i])
 	}
 	switch {
 	case x.object():
@@ -95,11 +99,7 @@ func (x value) appendWhole(b []byte) []byte {
 	case kString:
 		return appendString(b, x.s)
 	case kNumber:
-		var digits [20]byte
-		d := strconv.AppendInt(digits[:0], x.n, 10)
-		b = append(b, policy.TagNumber)
-		b = binary.AppendUvarint(b, uint64(len(d)))
-		return append(b, d...)
+		return appendNumber(b, x.n)
 	case kIDs:
 		b = append(b, policy.TagArray)
 		b = binary.AppendUvarint(b, uint64(len(x.v.q.ResourceIDs)))
@@ -109,6 +109,75 @@ func (x value) appendWhole(b []byte) []byte {
 		return b
 	}
 	return policy.Append(b, x.term().Value)
+}
+
+// appendProbe is policy.AppendProbe of x's value, written without building it where x is a
+// string, a boolean or a number probed against one of its kind.
+func (x value) appendProbe(b []byte, p *policy.Probe) []byte {
+	switch p.Op {
+	case policy.ProbeEqual, policy.ProbeCompare:
+		c, ok := x.compareConst(p.Const.Value)
+		if !ok {
+			break
+		}
+		if p.Op == policy.ProbeCompare {
+			return append(b, byte(c+1))
+		}
+		if c == 0 {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	case policy.ProbeStartsWith, policy.ProbeEndsWith, policy.ProbeContains:
+		if c, ok := p.Const.Value.(ast.String); ok && x.kind == kString {
+			return append(b, policy.StringProbe(*p, x.s, string(c)))
+		}
+	case policy.ProbeCount:
+		switch {
+		case x.kind == kString:
+			return appendNumber(b, int64(utf8.RuneCountInString(x.s)))
+		case x.object() || x.array():
+			return appendNumber(b, int64(x.count()))
+		case x.kind != kAbsent:
+			return append(b, policy.TagAbsent)
+		}
+	}
+	return policy.AppendProbe(b, *p, x.term().Value)
+}
+
+// compareConst compares x with the constant c as ast.Compare would, where x is a string, a
+// boolean or a whole number and c of the same kind; ok is false otherwise.
+func (x value) compareConst(c ast.Value) (int, bool) {
+	switch c := c.(type) {
+	case ast.String:
+		if x.kind == kString {
+			return cmp.Compare(x.s, string(c)), true
+		}
+	case ast.Boolean:
+		if x.kind == kBool {
+			return cmp.Compare(b2i(x.b), b2i(bool(c))), true
+		}
+	case ast.Number:
+		if n, err := strconv.ParseInt(string(c), 10, 64); err == nil && x.kind == kNumber {
+			return cmp.Compare(x.n, n), true
+		}
+	}
+	return 0, false
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// appendNumber is policy.Append of the number n.
+func appendNumber(b []byte, n int64) []byte {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], n, 10)
+	b = append(b, policy.TagNumber)
+	b = binary.AppendUvarint(b, uint64(len(d)))
+	return append(b, d...)
 }
 
 func appendString(b []byte, s string) []byte {
@@ -128,7 +197,7 @@ func prune(r *policy.Reads, v *view) ast.Value {
 }
 
 func pruneNode(n *policy.ReadNode, x value) *ast.Term {
-	if n.Whole || n.Truthy || n.Now || (n.Any == nil && n.Asked == nil && len(n.Keys()) == 0) {
+	if n.Whole || n.Truthy || n.Now || len(n.Probes) > 0 || (n.Any == nil && n.Asked == nil && len(n.Keys()) == 0) {
 		return x.term()
 	}
 	switch {

@@ -47,6 +47,12 @@ func testPolicies(tb testing.TB) map[string][]policy.Module {
 		"deadline":   "allow if input.now < 1780315200000000000",
 		"user keys":  "allow if {\nsome k, _ in input.user\nk == \"source\"\n}",
 		"ids":        `allow if input.resource_ids[0] == "r1"`,
+		"ordered":    `allow if input.user.email > "c"`,
+		"counted":    "allow if count(input.user.resource_list) >= 2",
+		"member":     `allow if input.request.api_key_id in {"k1"}`,
+		"prefix of":  `allow if startswith("Adams", input.user.first)`,
+		"active":     "allow if input.user.active == true",
+		"kinds many": "allow if {\nsome id in input.resource_ids\ninput.resources[id].kind != \"dataset\"\n}",
 	} {
 		out["inline/"+name] = []policy.Module{{Name: "p.rego", Source: "package grantry.authz\n\n" + src + "\n\nallow_all if allow\n"}}
 	}

@@ -2,6 +2,9 @@ package policy
 
 import (
 	"encoding/binary"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 )
@@ -14,8 +17,8 @@ import (
 //
 // A place is written as a tag (0: absent, then by type: 1 null, 2 false, 3 true, 4 number,
 // 5 string, 6 array, 7 object, 8 set); when it is compared with the time, the outcome (0 less,
-// 1 equal, 2 greater, 3 no time); when read whole, the value (Append); then what is read below
-// it: of an object, each read field in key order, then each asked id's entry in the order of
+// 1 equal, 2 greater, 3 no time); when read whole, the value (Append); the outcome of each of its
+// probes (AppendProbe); then what is read below it: of an object, each read field in key order, then each asked id's entry in the order of
 // input.resource_ids, or, where every key is read, their number and each key with its entry;
 // of an array or set read at every element, their number and each. The outcomes of comparing
 // each of NowConstants with the time follow.
@@ -95,6 +98,9 @@ func (k keyer) node(b []byte, n *ReadNode, t *ast.Term) []byte {
 	if n.Whole {
 		b = Append(b, t.Value)
 	}
+	for _, p := range n.Probes {
+		b = AppendProbe(b, p, t.Value)
+	}
 	switch v := t.Value.(type) {
 	case ast.Object:
 		if n.Any != nil {
@@ -130,6 +136,85 @@ func (k keyer) node(b []byte, n *ReadNode, t *ast.Term) []byte {
 		}
 	}
 	return b
+}
+
+// AppendProbe appends the outcome of probe p of the value v: for ProbeEqual 1 if v equals the
+// constant, else 0; for ProbeCompare how v compares with it (0 less, 1 equal, 2 greater); for
+// ProbeStartsWith, ProbeEndsWith and ProbeContains 1 or 0, or 2 when an operand is not a string
+// (the built-in fails); for ProbeMember 1 if v is an element (or, of an object, a value) of
+// the constant, else 0; for ProbeCount the number (Append), or TagAbsent where count fails.
+func AppendProbe(b []byte, p Probe, v ast.Value) []byte {
+	switch p.Op {
+	case ProbeEqual:
+		if ast.Compare(v, p.Const.Value) == 0 {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	case ProbeCompare:
+		return append(b, byte(ast.Compare(v, p.Const.Value)+1))
+	case ProbeStartsWith, ProbeEndsWith, ProbeContains:
+		s, ok1 := v.(ast.String)
+		c, ok2 := p.Const.Value.(ast.String)
+		if !ok1 || !ok2 {
+			return append(b, 2)
+		}
+		return append(b, StringProbe(p, string(s), string(c)))
+	case ProbeMember:
+		in := false
+		switch c := p.Const.Value.(type) {
+		case *ast.Array:
+			for i := range c.Len() {
+				in = in || ast.Compare(c.Elem(i).Value, v) == 0
+			}
+		case ast.Set:
+			in = c.Contains(ast.NewTerm(v))
+		case ast.Object:
+			c.Foreach(func(_, x *ast.Term) { in = in || ast.Compare(x.Value, v) == 0 })
+		}
+		if in {
+			return append(b, 1)
+		}
+		return append(b, 0)
+	case ProbeCount:
+		switch x := v.(type) {
+		case *ast.Array:
+			return appendCount(b, x.Len())
+		case ast.Object:
+			return appendCount(b, x.Len())
+		case ast.Set:
+			return appendCount(b, x.Len())
+		case ast.String:
+			return appendCount(b, utf8.RuneCountInString(string(x)))
+		}
+		return append(b, TagAbsent)
+	}
+	panic("unknown probe " + p.Op) // cannot happen: the analysis makes only the probes above
+}
+
+// StringProbe is the outcome of a string probe of the value s: startswith, endswith or
+// contains, with s as the operand p.Pos and c as the other.
+func StringProbe(p Probe, s, c string) byte {
+	if p.Pos == 1 {
+		s, c = c, s
+	}
+	var ok bool
+	switch p.Op {
+	case ProbeStartsWith:
+		ok = strings.HasPrefix(s, c)
+	case ProbeEndsWith:
+		ok = strings.HasSuffix(s, c)
+	default:
+		ok = strings.Contains(s, c)
+	}
+	if ok {
+		return 1
+	}
+	return 0
+}
+
+// appendCount appends n as ProbeCount's outcome: a number, as Append writes it.
+func appendCount(b []byte, n int) []byte {
+	return Append(b, ast.Number(strconv.Itoa(n)))
 }
 
 // Tag is the tag AppendKey writes for a value of v's type.
@@ -210,7 +295,7 @@ func (r *Reads) Prune(input ast.Value) ast.Value {
 }
 
 func (k keyer) prune(n *ReadNode, t *ast.Term) *ast.Term {
-	if n.Whole || n.Truthy || n.Now || (n.Any == nil && n.Asked == nil && len(n.keys) == 0) {
+	if n.Whole || n.Truthy || n.Now || len(n.Probes) > 0 || (n.Any == nil && n.Asked == nil && len(n.keys) == 0) {
 		return t
 	}
 	switch v := t.Value.(type) {

@@ -36,6 +36,10 @@ type ReadNode struct {
 	Truthy bool
 	// Now says that the rule compares the value with input.now: a key includes the outcome.
 	Now bool
+	// Probes are what the rule asks of the value alone against constants (equal to one, starts
+	// with one, in a set, how many elements): a key includes their outcomes, in this order,
+	// rather than the value, so that values alike in them share answers.
+	Probes []Probe
 	// Fields are the places below read by a constant key, keyed by it.
 	Fields map[string]*ReadNode
 	// Asked is what is read below of the keys that are ids the question asks about (the
@@ -49,6 +53,32 @@ type ReadNode struct {
 
 // Keys returns the keys of Fields, sorted.
 func (n *ReadNode) Keys() []string { return n.keys }
+
+// Probe is one question a rule asks of a place's value alone: the operation, the constant it is
+// asked against (nil for ProbeCount), and the operand the value is (0 or 1) where that matters.
+type Probe struct {
+	Op    string
+	Const *ast.Term
+	Pos   int
+}
+
+// The probes whose outcome a key holds instead of the value (AppendKey writes each outcome).
+const (
+	ProbeEqual      = "equal"      // ==, != or = with the constant: 1 if equal, else 0
+	ProbeCompare    = "compare"    // <, <=, >, >=: how the value compares with it, 0 1 2
+	ProbeStartsWith = "startswith" // startswith(value, c) at Pos 0, startswith(c, value) at 1
+	ProbeEndsWith   = "endswith"   // as startswith
+	ProbeContains   = "contains"   // as startswith
+	ProbeMember     = "member"     // value in c: 1 or 0
+	ProbeCount      = "count"      // count(value): the number, or absent where count fails
+)
+
+func (t Probe) String() string {
+	if t.Const == nil {
+		return t.Op
+	}
+	return fmt.Sprintf("%s/%d %v", t.Op, t.Pos, t.Const)
+}
 
 // Bounded reports whether the analysis bounded what the rule reads; if not, Why says why.
 func (r *Reads) Bounded() bool { return r.why == "" }
@@ -87,6 +117,9 @@ func (r *Reads) String() string {
 		}
 		if n.Now {
 			flags = append(flags, "now")
+		}
+		for _, t := range n.Probes {
+			flags = append(flags, t.String())
 		}
 		if len(flags) > 0 {
 			fmt.Fprintf(&b, "%s %s\n", path, strings.Join(flags, ","))
@@ -146,6 +179,11 @@ func finish(n *ReadNode) {
 	if n.Whole && !n.Asked.readsNow() && !n.Any.readsNow() && !fieldsReadNow(n) {
 		n.Fields, n.Asked, n.Any = nil, nil, nil // read whole, and no comparison below
 	}
+	if n.Whole {
+		n.Probes = nil // the value is in the key
+	}
+	slices.SortFunc(n.Probes, func(a, b Probe) int { return strings.Compare(a.String(), b.String()) })
+	n.Probes = slices.CompactFunc(n.Probes, func(a, b Probe) bool { return a.String() == b.String() })
 	if n.Any != nil {
 		for _, c := range n.Fields {
 			merge(n.Any, c)
@@ -172,6 +210,7 @@ func merge(dst, src *ReadNode) {
 	dst.Whole = dst.Whole || src.Whole
 	dst.Truthy = dst.Truthy || src.Truthy
 	dst.Now = dst.Now || src.Now
+	dst.Probes = append(dst.Probes, src.Probes...)
 	for k, c := range src.Fields {
 		if dst.Fields == nil {
 			dst.Fields = map[string]*ReadNode{}
@@ -429,9 +468,10 @@ func (a *analyser) call(e *env, terms []*ast.Term, asExpr bool) val {
 		}
 		args = append(args, a.term(e, t))
 	}
-	if comparisons[name] && len(args) == 2 {
-		a.compare(args[0], args[1])
-	} else {
+	switch {
+	case comparisons[name] && len(args) == 2:
+		a.compare(args[0], args[1], name)
+	case !a.probe(name, args):
 		for _, x := range args {
 			a.read(x, useWhole)
 		}
@@ -442,13 +482,72 @@ func (a *analyser) call(e *env, terms []*ast.Term, asExpr bool) val {
 	return other
 }
 
-// compare notes a comparison of x and y: with input.now on one side, the outcome of comparing
-// the other side with the time is what is read; otherwise both are read whole.
-func (a *analyser) compare(x, y val) {
+// The built-ins whose outcome on one place of input and constants a key may hold: by name,
+// the probe and the operands the place may be.
+var probes = map[string]struct {
+	op        string
+	positions []int
+}{
+	ast.StartsWith.Name: {ProbeStartsWith, []int{0, 1}},
+	ast.EndsWith.Name:   {ProbeEndsWith, []int{0, 1}},
+	ast.Contains.Name:   {ProbeContains, []int{0, 1}},
+	ast.Member.Name:     {ProbeMember, []int{0}},
+	ast.Count.Name:      {ProbeCount, []int{0}},
+}
+
+// probe notes the call of built-in name with args as a probe of a place of input, when it is
+// one (one operand that place, the others constants), and reports whether it was.
+func (a *analyser) probe(name string, args []val) bool {
+	t, ok := probes[name]
+	if !ok {
+		return false
+	}
+	at := -1
+	for i, x := range args {
+		switch x.kind {
+		case kindInput:
+			if at >= 0 || !slices.Contains(t.positions, i) {
+				return false
+			}
+			at = i
+		case kindConst:
+		default:
+			return false
+		}
+	}
+	if at < 0 {
+		return false
+	}
+	pr := Probe{Op: t.op, Pos: at}
+	if len(args) == 2 {
+		pr.Const = args[1-at].con
+	}
+	n := a.node(args[at].path)
+	n.Probes = append(n.Probes, pr)
+	return true
+}
+
+// compare notes a comparison (the built-in name: equal, lt, …) of x and y: with input.now on
+// one side, the outcome of comparing the other side with the time is what is read; with a
+// constant on one side, the outcome of comparing the other with it; otherwise both are read
+// whole.
+func (a *analyser) compare(x, y val, name string) {
 	if y.kind == kindInput && y.path.isNow() {
 		x, y = y, x
 	}
 	if x.kind != kindInput || !x.path.isNow() {
+		if x.kind == kindConst && y.kind == kindInput {
+			x, y = y, x
+		}
+		if x.kind == kindInput && y.kind == kindConst && !x.path.isNow() {
+			op := ProbeCompare
+			if name == ast.Equal.Name || name == ast.NotEqual.Name || name == ast.Equality.Name {
+				op = ProbeEqual
+			}
+			n := a.node(x.path)
+			n.Probes = append(n.Probes, Probe{Op: op, Const: y.con})
+			return
+		}
 		a.read(x, useWhole)
 		a.read(y, useWhole)
 		return
@@ -603,7 +702,7 @@ func (a *analyser) unifyTerms(e *env, x, y *ast.Term) {
 		return
 	}
 	// Two values: a comparison.
-	a.compare(a.term(e, x), a.term(e, y))
+	a.compare(a.term(e, x), a.term(e, y), ast.Equality.Name)
 }
 
 func bound(e *env, v ast.Var) bool {
@@ -633,7 +732,7 @@ func (a *analyser) unify(e *env, t *ast.Term, x val) {
 			return
 		}
 		if y, ok := e.get(p); ok && y.kind != kindUnbound {
-			a.compare(y, x)
+			a.compare(y, x, ast.Equality.Name)
 			return
 		}
 		if x.kind == kindInput {
@@ -659,7 +758,7 @@ func (a *analyser) unify(e *env, t *ast.Term, x val) {
 			return
 		}
 	}
-	a.compare(a.term(e, t), x)
+	a.compare(a.term(e, t), x, ast.Equality.Name)
 }
 
 // elementOf is an element of x, where x is an array.
