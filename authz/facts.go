@@ -20,6 +20,9 @@ import (
 // input holds of it built once and shared by every decision that reads them.
 type resource struct {
 	id, kind, name, integration string
+	// num numbers the resource in its organization's catalog, for grants to be found by
+	// (grants.find) without reading the resource's id.
+	num uint32
 	// gone is set when the resource is removed: a grant of it that a held user still lists
 	// allows nothing, as the store, which removed the grant with it, would say.
 	gone atomic.Bool
@@ -67,6 +70,7 @@ type catalog struct {
 	gen       uint64 // the organization's generation it was read at
 	resources map[string]*resource
 	sources   map[string]*source
+	next      uint32 // the number the next resource added gets
 
 	byName     map[nameKey][]string // the ids of resources by kind and name, made on first need
 	byNameOnce sync.Once
@@ -90,15 +94,18 @@ func (c *catalog) named(kind, name string) []string {
 	return c.byName[nameKey{kind, name}]
 }
 
-// withResource returns a copy of c with r added, or without the resource id when r is nil.
+// withResource returns a copy of c with r added (numbered next), or without the resource id
+// when r is nil.
 func (c *catalog) withResource(id string, r *resource) *catalog {
-	out := &catalog{gen: c.gen, resources: make(map[string]*resource, len(c.resources)+1), sources: c.sources}
+	out := &catalog{gen: c.gen, resources: make(map[string]*resource, len(c.resources)+1), sources: c.sources, next: c.next}
 	for k, v := range c.resources {
 		if k != id {
 			out.resources[k] = v
 		}
 	}
 	if r != nil {
+		r.num = out.next
+		out.next++
 		out.resources[id] = r
 	}
 	return out
@@ -106,7 +113,7 @@ func (c *catalog) withResource(id string, r *resource) *catalog {
 
 // withSource returns a copy of c with s added.
 func (c *catalog) withSource(s *source) *catalog {
-	out := &catalog{gen: c.gen, resources: c.resources, sources: make(map[string]*source, len(c.sources)+1)}
+	out := &catalog{gen: c.gen, resources: c.resources, sources: make(map[string]*source, len(c.sources)+1), next: c.next}
 	for k, v := range c.sources {
 		out.sources[k] = v
 	}
@@ -117,22 +124,39 @@ func (c *catalog) withSource(s *source) *catalog {
 // grant is one grant of a resource, to a user or a group.
 type grant struct {
 	res     *resource
-	expires int64 // Unix nanoseconds; 0: never
+	num     uint32 // res.num, beside the grant so that a search reads nothing else
+	expires int64  // Unix nanoseconds; 0: never
 }
 
 // live reports whether the grant's resource still exists.
 func (g grant) live() bool { return !g.res.gone.Load() }
 
-// grants are a holder's grants, ordered by resource id.
+// grants are a holder's grants, ordered by their resources' numbers.
 type grants []grant
 
-// find returns the grant of the resource id, if the holder has one.
-func (gs grants) find(id string) (grant, bool) {
-	i, ok := slices.BinarySearchFunc(gs, id, func(g grant, id string) int { return cmp.Compare(g.res.id, id) })
-	if !ok || !gs[i].live() {
+// find returns the grant of the resource r (nil: none), if the holder has one.
+func (gs grants) find(r *resource) (grant, bool) {
+	if r == nil {
+		return grant{}, false
+	}
+	i, ok := slices.BinarySearchFunc(gs, r.num, func(g grant, n uint32) int { return cmp.Compare(g.num, n) })
+	if !ok || gs[i].res != r || !gs[i].live() {
 		return grant{}, false
 	}
 	return gs[i], true
+}
+
+// byID returns the live grants ordered by their resources' ids, as an input's object holds
+// them.
+func (gs grants) byID() grants {
+	out := make(grants, 0, len(gs))
+	for _, g := range gs {
+		if g.live() {
+			out = append(out, g)
+		}
+	}
+	slices.SortFunc(out, func(a, b grant) int { return cmp.Compare(a.res.id, b.res.id) })
+	return out
 }
 
 // grantsOf resolves a holder's grants, as the store read them, against the organization's
@@ -142,10 +166,10 @@ func grantsOf(c *catalog, n int, each func(func(resourceID string, expiresAt tim
 	out := make(grants, 0, n)
 	each(func(id string, expiresAt time.Time) {
 		if r, ok := c.resources[id]; ok {
-			out = append(out, grant{res: r, expires: nanos(expiresAt)})
+			out = append(out, grant{res: r, num: r.num, expires: nanos(expiresAt)})
 		}
 	})
-	slices.SortFunc(out, func(a, b grant) int { return cmp.Compare(a.res.id, b.res.id) })
+	slices.SortFunc(out, func(a, b grant) int { return cmp.Compare(a.num, b.num) })
 	return slices.CompactFunc(out, func(a, b grant) bool { return a.res == b.res })
 }
 

@@ -50,8 +50,8 @@ func keyNode(b []byte, n *policy.ReadNode, x value) []byte {
 			b = keyNode(b, n.Fields[key], x.get(key))
 		}
 		if n.Asked != nil {
-			for _, id := range x.v.q.ResourceIDs {
-				b = keyNode(b, n.Asked, x.get(id))
+			for i := range x.v.q.ResourceIDs {
+				b = keyNode(b, n.Asked, x.getAsked(i))
 			}
 		}
 	case x.array():
@@ -213,8 +213,8 @@ func pruneNode(n *policy.ReadNode, x value) *ast.Term {
 			}
 		}
 		if n.Asked != nil {
-			for _, id := range x.v.q.ResourceIDs {
-				if e := x.get(id); e.kind != kAbsent {
+			for i, id := range x.v.q.ResourceIDs {
+				if e := x.getAsked(i); e.kind != kAbsent {
 					out.Insert(ast.StringTerm(id), pruneNode(n.Asked, e))
 				}
 			}

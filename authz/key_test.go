@@ -2,11 +2,13 @@ package authz
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +70,7 @@ func randomFacts(rng *rand.Rand) *view {
 	for i := 1; i <= 5; i++ {
 		kind := []storage.Kind{storage.KindModel, storage.KindFunction, storage.KindDataset}[i%3]
 		r := newResource(storage.Resource{ID: fmt.Sprintf("r%d", i), Kind: kind, Name: fmt.Sprintf("%s-%d", kind, i), Source: []string{"custom", "openai"}[rng.IntN(2)]})
+		r.num = uint32(5 - i) // numbered in another order than by id
 		all = append(all, r)
 		if rng.IntN(6) == 0 {
 			r.gone.Store(true)
@@ -90,9 +93,10 @@ func randomFacts(rng *rand.Rand) *view {
 				case 1:
 					exp = base.Add(time.Hour).UnixNano()
 				}
-				gs = append(gs, grant{res: r, expires: exp})
+				gs = append(gs, grant{res: r, num: r.num, expires: exp})
 			}
 		}
+		slices.SortFunc(gs, func(a, b grant) int { return cmp.Compare(a.num, b.num) })
 		return gs
 	}
 	q := &Question{OrgID: "o", UserID: "u", Now: base.Add(time.Duration(rng.IntN(3)-1) * 90 * time.Minute)}

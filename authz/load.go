@@ -42,7 +42,10 @@ func (e *Engine) catalog(ctx context.Context, o *org, orgID string, hold bool) (
 	}
 	cat := &catalog{resources: make(map[string]*resource, len(rs)), sources: make(map[string]*source, len(as))}
 	for _, r := range rs {
-		cat.resources[r.ID] = newResource(r)
+		res := newResource(r)
+		res.num = cat.next
+		cat.next++
+		cat.resources[r.ID] = res
 	}
 	for _, a := range as {
 		cat.sources[a.ID] = newSource(a)

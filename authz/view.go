@@ -184,7 +184,7 @@ func (x value) get(key string) value {
 			return v.str(attrs[i].value)
 		}
 	case kGrants:
-		if g, ok := x.gs.find(key); ok {
+		if g, ok := x.gs.find(v.cat.resources[key]); ok {
 			return value{kind: kGrant, v: v, g: g}
 		}
 	case kGrant:
@@ -244,10 +244,8 @@ func (x value) each(fn func(key string, e value)) {
 			fn(a.key, v.str(a.value))
 		}
 	case kGrants:
-		for _, g := range x.gs {
-			if g.live() {
-				fn(g.res.id, value{kind: kGrant, v: v, g: g})
-			}
+		for _, g := range x.gs.byID() {
+			fn(g.res.id, value{kind: kGrant, v: v, g: g})
 		}
 	case kGroups:
 		for i, id := range v.u.groups {
@@ -266,6 +264,25 @@ func (x value) each(fn func(key string, e value)) {
 			}
 		}
 	}
+}
+
+// getAsked returns x's field of the i-th id asked about: get(q.ResourceIDs[i]), with the
+// resource it names already found.
+func (x value) getAsked(i int) value {
+	v := x.v
+	switch x.kind {
+	case kGrants:
+		if g, ok := x.gs.find(v.asked[i]); ok {
+			return value{kind: kGrant, v: v, g: g}
+		}
+		return absent
+	case kResources:
+		if r := v.asked[i]; r != nil {
+			return value{kind: kResource, v: v, res: r}
+		}
+		return absent
+	}
+	return x.get(v.q.ResourceIDs[i])
 }
 
 // count is how many keys or elements each calls fn with.
