@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -37,9 +38,9 @@ type Decider interface {
 }
 
 // question is the question of a request about a user and the resources ids: allow_all when
-// all, else allow; asked now, with the request's API key.
-func (s *Server) question(c *gin.Context, userID string, ids []string, all bool) authz.Question {
-	return authz.Question{OrgID: orgID(c), UserID: userID, ResourceIDs: ids, All: all, APIKeyID: requestOf(c).keyID, Now: s.now()}
+// all, else allow; asked at now, with the request's API key.
+func (s *Server) question(c *gin.Context, userID string, ids []string, all bool, now time.Time) authz.Question {
+	return authz.Question{OrgID: orgID(c), UserID: userID, ResourceIDs: ids, All: all, APIKeyID: requestOf(c).keyID, Now: now}
 }
 
 // resourceRef is the spec's resource reference, an item of resource_list.
@@ -79,7 +80,7 @@ func (s *Server) resourceList(ctx context.Context, orgID, userID string) ([]reso
 // accessible returns those of rs that the user may use, as can_user_access would answer for
 // each. It returns errUserNotFound if the organization has no such user.
 func (s *Server) accessible(c *gin.Context, userID string, rs []storage.Resource) ([]storage.Resource, error) {
-	return s.usable(c.Request.Context(), s.question(c, userID, nil, false), rs)
+	return s.usable(c.Request.Context(), s.question(c, userID, nil, false, s.now()), rs)
 }
 
 // usable returns those of rs that q's user may use, each asked as q asks.

@@ -44,8 +44,7 @@ func (s *Server) checkBatch(c *gin.Context) {
 	}
 	qs := make([]authz.Question, len(req.Checks))
 	for i, ch := range req.Checks {
-		qs[i] = s.question(c, ch.UserID, []string{canonicalID(ch.SvcID)}, false)
-		qs[i].Now = s.nowAt(start)
+		qs[i] = s.question(c, ch.UserID, []string{canonicalID(ch.SvcID)}, false, s.nowAt(start))
 	}
 	allowed, revision, err := s.decider.DecideEach(c.Request.Context(), qs)
 	if err != nil {

@@ -23,7 +23,7 @@ func (s *Server) explain(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	ex, err := s.decider.Explain(ctx, s.question(c, req.UserID, []string{canonicalID(req.SvcID)}, false))
+	ex, err := s.decider.Explain(ctx, s.question(c, req.UserID, []string{canonicalID(req.SvcID)}, false, s.now()))
 	if err != nil {
 		// The explanation says the policy failed, which denies; the error itself is for the log.
 		s.log.LogAttrs(ctx, slog.LevelError, "policy explanation failed",

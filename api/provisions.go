@@ -96,8 +96,7 @@ func (s *Server) canUserAccessAll(c *gin.Context) {
 // check answers whether userID may use ids (all of them, when all), logs the decision, and
 // writes the answer.
 func (s *Server) check(c *gin.Context, start time.Time, endpoint, userID string, ids []string, all bool) {
-	q := s.question(c, userID, ids, all)
-	q.Now = s.nowAt(start)
+	q := s.question(c, userID, ids, all, s.nowAt(start))
 	d, err := s.decider.Decide(c.Request.Context(), q)
 	if err != nil {
 		s.writeError(c, err)

@@ -55,9 +55,7 @@ func (s *Server) usersWithAccess(c *gin.Context) {
 		if id <= after {
 			continue
 		}
-		q := s.question(c, id, []string{svcID}, false)
-		q.Now = now
-		d, err := s.decider.Decide(ctx, q)
+		d, err := s.decider.Decide(ctx, s.question(c, id, []string{svcID}, false, now))
 		if err != nil {
 			s.writeError(c, err)
 			return
