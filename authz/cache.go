@@ -266,16 +266,21 @@ func (c *cache) catalogStamp(o *org) stamp {
 	return stamp{gen: c.gen(o), cat: o.catChanges.Load(), groups: o.groupDrops.Load()}
 }
 
-// keepCatalog holds cat, read with st, unless the catalog changed since.
-func (c *cache) keepCatalog(o *org, cat *catalog, st stamp) bool {
+// keepCatalog holds cat, read with st, unless the catalog changed since, and returns the
+// catalog to use: the one another load kept meanwhile, whose numbering of resources the users
+// held are resolved against, rather than cat; cat itself otherwise.
+func (c *cache) keepCatalog(o *org, cat *catalog, st stamp) *catalog {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if held := o.cat.Load(); held != nil && held.gen == c.gen(o) {
+		return held
+	}
 	if st.gen != c.gen(o) || st.cat != o.catChanges.Load() {
-		return false
+		return cat
 	}
 	cat.gen = st.gen
 	o.cat.Store(cat)
-	return true
+	return cat
 }
 
 // changeCatalog applies change to the organization's held catalog, if one is held, and makes

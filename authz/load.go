@@ -51,7 +51,7 @@ func (e *Engine) catalog(ctx context.Context, o *org, orgID string, hold bool) (
 		cat.sources[a.ID] = newSource(a)
 	}
 	if hold {
-		e.cache.keepCatalog(o, cat, st)
+		cat = e.cache.keepCatalog(o, cat, st)
 	}
 	return cat, nil
 }

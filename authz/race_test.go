@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -185,4 +186,52 @@ func mustEngine(tb testing.TB, mods []policy.Module) *policy.Engine {
 		tb.Fatal(err)
 	}
 	return e
+}
+
+// TestTwoLoadsOfACatalogKeepOne: of two questions that each read the organization's catalog
+// (nothing held yet), the one that ends later must not put its catalog in the place of the one
+// held meanwhile: users held are resolved against the held one, whose numbering of resources
+// their grants carry.
+func TestTwoLoadsOfACatalogKeepOne(t *testing.T) {
+	ctx := context.Background()
+	p := &pausing{Store: bolttest.OpenNoSync(t)}
+	e := New(Config{Store: p, Policies: policy.NewLive(mustEngine(t, policy.Embedded()))})
+	st := e.Store()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(st.CreateOrg(ctx, storage.Org{ID: "o", Name: "o", CreatedAt: worldBase}))
+	must(st.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: "o", ID: "imp", Name: "directory", Type: storage.IntegrationImport, CreatedAt: worldBase}))
+	for i := range 5 {
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		must(st.CreateResource(ctx, storage.Resource{OrgID: "o", ID: id, Kind: storage.KindModel, Source: storage.SourceCustom, Name: fmt.Sprint("m", i), CreatedAt: worldBase}))
+	}
+	for _, u := range []string{"ada", "bob"} {
+		must(st.CreateUser(ctx, storage.User{OrgID: "o", ID: u, IntegrationID: "imp", Email: u + "@example.com", Active: true, ImportedAt: worldBase, ModifiedAt: worldBase}))
+		must(st.Grant(ctx, storage.Grant{OrgID: "o", UserID: u, ResourceID: "00000000-0000-4000-8000-000000000003", CreatedAt: worldBase}))
+	}
+	q := func(user string) Question {
+		return Question{OrgID: "o", UserID: user, ResourceIDs: []string{"00000000-0000-4000-8000-000000000003"}, Now: worldBase}
+	}
+	held, goOn := p.holdAt("ListResources after")
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Decide(ctx, q("ada"))
+		done <- err
+	}()
+	<-held
+	// Meanwhile another question reads the catalog and bob, and keeps both.
+	if d, err := e.Decide(ctx, q("bob")); err != nil || !d.Allowed {
+		t.Fatalf("bob, asked while ada's catalog was being read: %v, %v", d.Allowed, err)
+	}
+	goOn()
+	must(<-done)
+	for _, u := range []string{"ada", "bob"} {
+		if d, err := e.Decide(ctx, q(u)); err != nil || !d.Allowed {
+			t.Errorf("%s, once both catalogs were read: %v, %v; want allowed", u, d.Allowed, err)
+		}
+	}
 }
