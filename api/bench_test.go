@@ -77,7 +77,7 @@ func serveLoop(b *testing.B, f *fixture, key, path string, body any, want string
 
 // BenchmarkCheck measures the in-process decision path of the access checks: Gin, binding, the
 // store reads that build the policy input, and OPA, through Server.ServeHTTP on the embedded
-// store. Issue 8 compares its cases: a user holding 5,000 grants against one holding 50, and
+// store. Its cases compare a user holding 5,000 grants against one holding 50, and
 // can_user_access_all over 100 tags against a single check of the same user.
 func BenchmarkCheck(b *testing.B) {
 	f, _, key, resources := benchFixture(b)
@@ -98,7 +98,7 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
-// BenchmarkCheckRatio measures issue 8's two ratios of the in-process check path as ratios:
+// BenchmarkCheckRatio measures two ratios of the in-process check path as ratios:
 // each case and its baseline run in alternating blocks of 64 requests through one server, and
 // the case's time is reported as a multiple of the baseline's (x-baseline), beside both
 // times (ns/op, B/op and allocs/op are of one block of each, 128 requests). BenchmarkCheck's

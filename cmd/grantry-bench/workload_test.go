@@ -49,7 +49,7 @@ func TestWorkloadShape(t *testing.T) {
 	}{
 		{"small", smallParams()},
 		{"a user holds all resources but one", params{Seed: 1, Users: 20, Resources: 10, Grants: 9, Checks: 500}},
-		{"issue 8's shape, fewer users", params{Seed: 1, Users: 500, Resources: 1_000, Grants: 50, Checks: 20_000}},
+		{"make bench's shape, fewer users", params{Seed: 1, Users: 500, Resources: 1_000, Grants: 50, Checks: 20_000}},
 	}
 	uuidV4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	for _, tc := range tests {
