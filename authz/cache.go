@@ -22,22 +22,30 @@ import (
 type cache struct {
 	maxUsers int
 	seed     maphash.Seed
-	users    [shards]shard[*user]
-	groups   [shards]shard[*group]
+	// usersHeld and groupsHeld count what every organization holds, against maxUsers.
+	usersHeld, groupsHeld atomic.Int64
 
 	mu   sync.RWMutex // of orgs
 	orgs map[string]*org
 	all  atomic.Uint64 // moves to drop everything at once
 	// orgChanges moves with every change of any organization as a whole (its generation, its
-	// catalog, its groups), for a read-in, which reads organizations it does not know yet.
+	// catalog, its groups), and userDrops with every drop of a user, by the user's hash: for a
+	// read-in, which reads organizations it does not know yet.
 	orgChanges atomic.Uint64
+	userDrops  [scanBuckets]atomic.Uint64
 
 	hits, misses atomic.Uint64
 }
 
-const shards = 64
+// orgShards spreads an organization's users (and groups) over locks, so that concurrent
+// questions rarely wait for each other; scanBuckets spreads a read-in's stamp.
+const (
+	orgShards   = 16
+	scanBuckets = 64
+)
 
-// org is what the cache knows of one organization as a whole.
+// org is what the cache holds of one organization: as a whole, its generation and catalog;
+// and its users and groups, by id.
 type org struct {
 	gen atomic.Uint64 // moves on every change that may reach any of its facts
 
@@ -46,14 +54,15 @@ type org struct {
 	// catChanges moves on every change of the catalog, and groupDrops on every drop of one of
 	// the organization's groups, so that a load that raced one is not kept.
 	catChanges, groupDrops atomic.Uint64
+
+	users  [orgShards]shard[*user]
+	groups [orgShards]shard[*group]
 }
 
-type key struct{ org, id string }
-
-// shard holds some of the users (or groups) of every organization.
+// shard holds some of an organization's users (or groups), by id.
 type shard[V any] struct {
 	mu      sync.RWMutex
-	entries map[key]entry[V]
+	entries map[string]entry[V]
 	// dropped counts the drops of this shard's entries, so that a load that started before one
 	// is not kept.
 	dropped uint64
@@ -67,12 +76,7 @@ type entry[V any] struct {
 }
 
 func newCache(maxUsers int) *cache {
-	c := &cache{maxUsers: maxUsers, seed: maphash.MakeSeed(), orgs: map[string]*org{}}
-	for i := range c.users {
-		c.users[i].entries = map[key]entry[*user]{}
-		c.groups[i].entries = map[key]entry[*group]{}
-	}
-	return c
+	return &cache{maxUsers: maxUsers, seed: maphash.MakeSeed(), orgs: map[string]*org{}}
 }
 
 func (c *cache) org(id string) *org {
@@ -95,14 +99,7 @@ func (c *cache) org(id string) *org {
 // whole cache's, does (both only grow, so their sum changes whenever either does).
 func (c *cache) gen(o *org) uint64 { return o.gen.Load() + c.all.Load() }
 
-func (c *cache) shardOf(k key) int {
-	var h maphash.Hash
-	h.SetSeed(c.seed)
-	h.WriteString(k.org)
-	h.WriteByte(0)
-	h.WriteString(k.id)
-	return int(h.Sum64() % shards)
-}
+func (c *cache) hash(id string) uint64 { return maphash.String(c.seed, id) }
 
 // stamp is what a load must find unchanged to keep what it read: taken before the store is
 // read, it moves with any drop that could reach what the load reads.
@@ -113,25 +110,17 @@ type stamp struct {
 // A user or group is kept only if the catalog its grants were resolved against is the one held:
 // a resource's removal marks it gone in the held catalog alone (store.go).
 
-// stampOf takes the stamp of a load of what sh holds, of the organization o.
-func stampOf[V any](c *cache, sh *shard[V], o *org) stamp {
-	sh.mu.RLock()
-	dropped := sh.dropped
-	sh.mu.RUnlock()
-	return stamp{gen: c.gen(o), dropped: dropped, cat: o.catChanges.Load(), groups: o.groupDrops.Load()}
-}
-
 // unchanged reports whether nothing that st guards against happened since it was taken;
 // shardDropped is the shard's count of drops, read under its lock.
 func (c *cache) unchanged(o *org, st stamp, shardDropped uint64) bool {
 	return st.gen == c.gen(o) && st.dropped == shardDropped && st.cat == o.catChanges.Load() && st.groups == o.groupDrops.Load()
 }
 
-// lookup returns the held value of k, if it is of the organization's generation.
-func lookup[V any](c *cache, sh *shard[V], o *org, k key) (V, bool) {
+// lookup returns the held value of id, if it is of the organization's generation.
+func lookup[V any](c *cache, sh *shard[V], o *org, id string) (V, bool) {
 	g := c.gen(o)
 	sh.mu.RLock()
-	e, ok := sh.entries[k]
+	e, ok := sh.entries[id]
 	sh.mu.RUnlock()
 	if ok && e.gen == g {
 		return e.v, true
@@ -140,10 +129,11 @@ func lookup[V any](c *cache, sh *shard[V], o *org, k key) (V, bool) {
 	return zero, false
 }
 
-// keep holds v as k's value if nothing that could change it happened since st was taken, and
+// keep holds v as id's value if nothing that could change it happened since st was taken, and
 // reports whether it did. A group's drops are counted by its organization (groupDrops), so that
-// a group read with a user is kept on the user's stamp: its shard's are not looked at.
-func keep[V any](c *cache, sh *shard[V], o *org, k key, v V, st stamp, byShard bool, cat *catalog) bool {
+// a group read with a user is kept on the user's stamp: its shard's are not looked at. held
+// counts what is held of v's kind, against maxUsers.
+func keep[V any](c *cache, sh *shard[V], o *org, id string, v V, st stamp, byShard bool, cat *catalog, held *atomic.Int64) bool {
 	if c.maxUsers <= 0 || o.cat.Load() != cat {
 		return false
 	}
@@ -156,56 +146,67 @@ func keep[V any](c *cache, sh *shard[V], o *org, k key, v V, st stamp, byShard b
 	if !c.unchanged(o, st, dropped) {
 		return false
 	}
-	if _, held := sh.entries[k]; !held && len(sh.entries) >= c.maxUsers/shards+1 {
-		for old := range sh.entries { // an arbitrary one makes room
-			delete(sh.entries, old)
-			break
+	if _, ok := sh.entries[id]; !ok {
+		if held.Load() >= int64(c.maxUsers) {
+			if len(sh.entries) == 0 {
+				return false // room is held by other shards
+			}
+			for old := range sh.entries { // an arbitrary one makes room
+				delete(sh.entries, old)
+				break
+			}
+		} else {
+			held.Add(1)
 		}
 	}
-	sh.entries[k] = entry[V]{gen: st.gen, v: v}
+	if sh.entries == nil {
+		sh.entries = map[string]entry[V]{}
+	}
+	sh.entries[id] = entry[V]{gen: st.gen, v: v}
 	return true
 }
 
-// drop lets k's value go.
-func drop[V any](sh *shard[V], k key) {
+// drop lets id's value go.
+func drop[V any](sh *shard[V], id string, held *atomic.Int64) {
 	sh.mu.Lock()
 	sh.dropped++
-	delete(sh.entries, k)
+	if _, ok := sh.entries[id]; ok {
+		delete(sh.entries, id)
+		held.Add(-1)
+	}
 	sh.mu.Unlock()
 }
 
-func (c *cache) userShard(orgID, userID string) (*shard[*user], key) {
-	k := key{orgID, userID}
-	return &c.users[c.shardOf(k)], k
+func (o *org) userShard(c *cache, id string) *shard[*user] {
+	return &o.users[c.hash(id)%orgShards]
 }
 
-func (c *cache) groupShard(orgID, groupID string) (*shard[*group], key) {
-	k := key{orgID, groupID}
-	return &c.groups[c.shardOf(k)], k
+func (o *org) groupShard(c *cache, id string) *shard[*group] {
+	return &o.groups[c.hash(id)%orgShards]
 }
 
 // user returns the held user, if held: nil for one held as not existing.
-func (c *cache) user(o *org, orgID, userID string) (*user, bool) {
-	sh, k := c.userShard(orgID, userID)
-	return lookup(c, sh, o, k)
+func (c *cache) user(o *org, userID string) (*user, bool) {
+	return lookup(c, o.userShard(c, userID), o, userID)
 }
 
 // userStamp is the stamp a load of the user takes.
-func (c *cache) userStamp(o *org, orgID, userID string) stamp {
-	sh, _ := c.userShard(orgID, userID)
-	return stampOf(c, sh, o)
+func (c *cache) userStamp(o *org, userID string) stamp {
+	sh := o.userShard(c, userID)
+	sh.mu.RLock()
+	dropped := sh.dropped
+	sh.mu.RUnlock()
+	return stamp{gen: c.gen(o), dropped: dropped, cat: o.catChanges.Load(), groups: o.groupDrops.Load()}
 }
 
 // keepUser holds u, whose grants were resolved against cat.
-func (c *cache) keepUser(o *org, orgID, userID string, u *user, st stamp, cat *catalog) bool {
-	sh, k := c.userShard(orgID, userID)
-	return keep(c, sh, o, k, u, st, true, cat)
+func (c *cache) keepUser(o *org, userID string, u *user, st stamp, cat *catalog) bool {
+	return keep(c, o.userShard(c, userID), o, userID, u, st, true, cat, &c.usersHeld)
 }
 
 // group returns the held group, if held: nil for one held as not existing.
-func (c *cache) group(o *org, orgID, groupID string) (*group, bool) {
-	sh, k := c.groupShard(orgID, groupID)
-	return lookup(c, sh, o, k)
+func (c *cache) group(o *org, groupID string) (*group, bool) {
+	return lookup(c, o.groupShard(c, groupID), o, groupID)
 }
 
 // groupStamp is the stamp a load of a group takes.
@@ -214,29 +215,30 @@ func (c *cache) groupStamp(o *org) stamp {
 }
 
 // keepGroup holds g, whose grants were resolved against cat.
-func (c *cache) keepGroup(o *org, orgID, groupID string, g *group, st stamp, cat *catalog) bool {
-	sh, k := c.groupShard(orgID, groupID)
-	return keep(c, sh, o, k, g, st, false, cat)
+func (c *cache) keepGroup(o *org, groupID string, g *group, st stamp, cat *catalog) bool {
+	return keep(c, o.groupShard(c, groupID), o, groupID, g, st, false, cat, &c.groupsHeld)
 }
 
 // dropUser lets the organization's user go.
 func (c *cache) dropUser(orgID, userID string) {
-	sh, k := c.userShard(orgID, userID)
-	drop(sh, k)
+	o := c.org(orgID)
+	c.userDrops[maphash.String(c.seed, orgID+"\x00"+userID)%scanBuckets].Add(1)
+	drop(o.userShard(c, userID), userID, &c.usersHeld)
 }
 
 // dropGroup lets the organization's group go. The organization's count of group drops moves
 // first, so that a load stamped before the drop either finds it moved and keeps nothing, or
 // kept what it read before and sees it dropped now.
 func (c *cache) dropGroup(orgID, groupID string) {
-	c.org(orgID).groupDrops.Add(1)
+	o := c.org(orgID)
+	o.groupDrops.Add(1)
 	c.orgChanges.Add(1)
-	sh, k := c.groupShard(orgID, groupID)
-	drop(sh, k)
+	drop(o.groupShard(c, groupID), groupID, &c.groupsHeld)
 }
 
 // dropOrg lets everything of the organization go: its entries are recognised as stale by their
-// generation on their next use, and its catalog is read again.
+// generation on their next use (and replaced, or let go to make room), and its catalog is read
+// again.
 func (c *cache) dropOrg(orgID string) {
 	o := c.org(orgID)
 	o.mu.Lock()
@@ -297,52 +299,41 @@ func (c *cache) changeCatalog(orgID string, change func(*catalog) *catalog) {
 }
 
 // len is how many users are held.
-func (c *cache) len() int {
-	n := 0
-	for i := range c.users {
-		c.users[i].mu.RLock()
-		n += len(c.users[i].entries)
-		c.users[i].mu.RUnlock()
-	}
-	return n
-}
+func (c *cache) len() int { return int(c.usersHeld.Load()) }
 
 // scanStamp is what a read-in must find unchanged to hold what it read: taken before its scans
 // begin, it moves with any change of any organization as a whole and with any drop of a user of
-// each shard.
+// each bucket.
 type scanStamp struct {
 	orgChanges uint64
-	users      [shards]uint64
+	users      [scanBuckets]uint64
 }
 
 func (c *cache) scanStamp() scanStamp {
 	st := scanStamp{orgChanges: c.orgChanges.Load()}
-	for i := range c.users {
-		c.users[i].mu.RLock()
-		st.users[i] = c.users[i].dropped
-		c.users[i].mu.RUnlock()
+	for i := range c.userDrops {
+		st.users[i] = c.userDrops[i].Load()
 	}
 	return st
 }
 
 // keepScannedGroup holds a group a read-in read, resolved against cat, unless an organization
 // changed since st was taken.
-func (c *cache) keepScannedGroup(o *org, orgID, groupID string, g *group, st scanStamp, cat *catalog) bool {
+func (c *cache) keepScannedGroup(o *org, groupID string, g *group, st scanStamp, cat *catalog) bool {
 	gs := c.groupStamp(o) // before the check, so that a change after it moves gs's counts
 	if c.orgChanges.Load() != st.orgChanges {
 		return false
 	}
-	return c.keepGroup(o, orgID, groupID, g, gs, cat)
+	return c.keepGroup(o, groupID, g, gs, cat)
 }
 
 // keepScannedUser holds a user a read-in read, resolved against cat, unless an organization
-// changed or a user of the user's shard was dropped since st was taken.
+// changed or a user of the user's bucket was dropped since st was taken.
 func (c *cache) keepScannedUser(o *org, orgID, userID string, u *user, st scanStamp, cat *catalog) bool {
-	us := c.userStamp(o, orgID, userID) // before the check, as keepScannedGroup's
-	if c.orgChanges.Load() != st.orgChanges {
+	us := c.userStamp(o, userID) // before the checks, as keepScannedGroup's
+	bucket := maphash.String(c.seed, orgID+"\x00"+userID) % scanBuckets
+	if c.orgChanges.Load() != st.orgChanges || c.userDrops[bucket].Load() != st.users[bucket] {
 		return false
 	}
-	sh, k := c.userShard(orgID, userID)
-	us.dropped = st.users[c.shardOf(k)]
-	return keep(c, sh, o, k, u, us, true, cat)
+	return c.keepUser(o, userID, u, us, cat)
 }

@@ -60,7 +60,7 @@ func (e *Engine) catalog(ctx context.Context, o *org, orgID string, hold bool) (
 // read from the store (and kept, if hold).
 func (e *Engine) user(ctx context.Context, o *org, orgID, userID string, cat *catalog, hold bool) (*user, []*group, error) {
 	if hold {
-		if u, ok := e.cache.user(o, orgID, userID); ok {
+		if u, ok := e.cache.user(o, userID); ok {
 			e.cache.hits.Add(1)
 			if u == nil {
 				return nil, nil, nil
@@ -70,14 +70,14 @@ func (e *Engine) user(ctx context.Context, o *org, orgID, userID string, cat *ca
 		}
 		e.cache.misses.Add(1)
 	}
-	st := e.cache.userStamp(o, orgID, userID)
+	st := e.cache.userStamp(o, userID)
 	f, err := e.store.UserFacts(ctx, orgID, userID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("user %s: %w", userID, err)
 	}
 	if !f.Found {
 		if hold {
-			e.cache.keepUser(o, orgID, userID, nil, st, cat)
+			e.cache.keepUser(o, userID, nil, st, cat)
 		}
 		return nil, nil, nil
 	}
@@ -94,9 +94,9 @@ func (e *Engine) user(ctx context.Context, o *org, orgID, userID string, cat *ca
 	if hold {
 		// The groups read with the user are as fresh as the user, and kept on the same terms.
 		for id, g := range read {
-			e.cache.keepGroup(o, orgID, id, g, st, cat)
+			e.cache.keepGroup(o, id, g, st, cat)
 		}
-		e.cache.keepUser(o, orgID, userID, u, st, cat)
+		e.cache.keepUser(o, userID, u, st, cat)
 	}
 	groups, err := e.groupsOf(ctx, o, orgID, u, cat, read, hold)
 	return u, groups, err
@@ -131,7 +131,7 @@ func (e *Engine) groupsOf(ctx context.Context, o *org, orgID string, u *user, ca
 			continue
 		}
 		if hold {
-			if g, ok := e.cache.group(o, orgID, id); ok {
+			if g, ok := e.cache.group(o, id); ok {
 				out[i] = g
 				continue
 			}
@@ -167,7 +167,7 @@ func (e *Engine) loadGroup(ctx context.Context, o *org, orgID, groupID string, c
 		})}
 	}
 	if hold {
-		e.cache.keepGroup(o, orgID, groupID, g, st, cat)
+		e.cache.keepGroup(o, groupID, g, st, cat)
 	}
 	return g, nil
 }

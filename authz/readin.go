@@ -62,7 +62,7 @@ func (e *Engine) ReadIn(ctx context.Context) (ReadInStats, error) {
 			return err
 		}
 		gr := &group{id: g.GroupID, name: g.DisplayName, grants: grantsOf(r.cat, len(g.Grants), scanned(g.Grants))}
-		if e.cache.keepScannedGroup(r.o, g.OrgID, g.GroupID, gr, st, r.cat) {
+		if e.cache.keepScannedGroup(r.o, g.GroupID, gr, st, r.cat) {
 			stats.Groups++
 		} else {
 			stats.Skipped++
