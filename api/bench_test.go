@@ -102,8 +102,8 @@ func BenchmarkCheck(b *testing.B) {
 // each case and its baseline run in alternating blocks of 64 requests through one server, and
 // the case's time is reported as a multiple of the baseline's (x-baseline), beside both
 // times (ns/op, B/op and allocs/op are of one block of each, 128 requests). BenchmarkCheck's
-// separate cases run seconds apart, and on a shared machine their quotient moved from 2.5 to
-// 3.5 between two runs of the same code.
+// separate cases run seconds apart, and on a shared machine their quotient moves widely
+// between runs of the same code.
 func BenchmarkCheckRatio(b *testing.B) {
 	f, _, key, resources := benchFixture(b)
 	single := func(user string) checkRequest {

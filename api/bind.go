@@ -27,7 +27,7 @@ const maxBodyBytes = 1 << 20
 
 // maxProblems bounds the problems one 422 reports. Every problem of a request within the API's
 // limits fits (1,000 tags and a user id), but a 1 MiB body of a million wrong list items would
-// otherwise cost seconds of CPU and answer with some 50 MB.
+// otherwise take far longer to report than to read, and answer with many times its size.
 const maxProblems = 2000
 
 // ValidationError is a request that failed validation, with every problem found, in the shape
@@ -156,8 +156,8 @@ func bodyReadError(err error) error {
 
 // readAll is io.ReadAll for a body that announced its length n (-1: unknown), which it
 // allocates at once, with one byte more so that the read that finds the end needs no room:
-// a check's body is about 80 bytes, and io.ReadAll's or bytes.Buffer's 512 to start with
-// were most of the garbage a check made.
+// a check's body is about 80 bytes, and the 512 that io.ReadAll or bytes.Buffer start with
+// would be garbage made on every check.
 func readAll(r io.Reader, n int64) ([]byte, error) {
 	b := make([]byte, 0, min(max(n, 0), maxPrealloc)+1)
 	for {

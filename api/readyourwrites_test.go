@@ -142,8 +142,8 @@ func writesUnderLoad(t *testing.T, f *fixture, crowd int, churn bool) {
 // checkLoad starts two clients that ask can_user_access without pause, the question of their
 // i-th ask being next(i), until the returned stop is called; stop waits for them and returns
 // how many checks they made. Any answer but a 200 true or false fails the test. Two keep a
-// check under way across most writes; more only took CPU from the writer on a 2-core machine
-// (and made these tests the longest of make test).
+// check under way across most writes; more would only take CPU from the writer on a small
+// machine, and make these tests slow.
 func checkLoad(t *testing.T, f *fixture, key string, next func(i int) (user, svc string)) (stop func() int64) {
 	var done atomic.Bool
 	var wg sync.WaitGroup

@@ -16,11 +16,11 @@ import (
 // its credentials are known, its organization, its API key's id and scope or its SCIM
 // integration, and its caller for the store's audit trail; and the request's deadline.
 //
-// It replaces values in gin's Keys (a map and a boxed value each) and a context.WithDeadline
-// and a context.WithValue each followed by a copy of the http.Request: a check made over 600
-// bytes of garbage with them. Its fields above mu are written only by the middleware, before
-// the handler runs, on the goroutine that serves the request, so they need no lock: whatever
-// reads them later, on that goroutine or one it starts, sees them.
+// It stands in for values in gin's Keys (a map and a boxed value each) and for a
+// context.WithDeadline and a context.WithValue, each followed by a copy of the http.Request,
+// which together would make garbage on every check. Its fields above mu are written only by
+// the middleware, before the handler runs, on the goroutine that serves the request, so they
+// need no lock: whatever reads them later, on that goroutine or one it starts, sees them.
 type requestContext struct {
 	context.Context // the request's own (net/http's)
 
@@ -75,14 +75,13 @@ func (r *requestContext) setCaller(a storage.Actor) {
 }
 
 // The deadline is context.WithDeadline's without its cost where nothing waits on it. The
-// standard one starts a timer and registers with its parent as it is made, about 3% of a
-// check's CPU under make bench's load; most checks are answered from memory, and what they
-// call reads Err at most (the embedded store, at the start of each call), which this one
-// answers from the clock. The timer is made when something first asks for Done (the MongoDB
-// driver, a policy evaluation), from the same deadline. After cancel, Err is
-// context.Canceled and Done is closed, as with the standard one. Without a deadline (the
-// deadline middleware, the one caller of cancel, is off), the context is done when its parent
-// is.
+// standard one starts a timer and registers with its parent as it is made, a cost every check
+// would pay; most checks are answered from memory, and what they call reads Err at most (the
+// embedded store, at the start of each call), which this one answers from the clock. The timer
+// is made when something first asks for Done (the MongoDB driver, a policy evaluation), from
+// the same deadline. After cancel, Err is context.Canceled and Done is closed, as with the
+// standard one. Without a deadline (the deadline middleware, the one caller of cancel, is
+// off), the context is done when its parent is.
 
 func (r *requestContext) Deadline() (time.Time, bool) {
 	if r.deadline.IsZero() {

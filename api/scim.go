@@ -328,9 +328,9 @@ type listResponse struct {
 }
 
 // maxFilterWork bounds the work of one filtered list that no index answers: the filter's terms
-// times the resources it is evaluated on. A term costs 0.4 to 1.2 µs on a user, so this is
-// about a second of CPU at most; a filter that would take more is refused as tooMany before
-// any is done, and the request's deadline stops the rest.
+// times the resources it is evaluated on, so that one list cannot keep a CPU busy for long; a
+// filter that would take more is refused as tooMany before any is done, and the request's
+// deadline stops the rest.
 const maxFilterWork = 1_000_000
 
 // checkFilterWork refuses, as tooMany, a filter whose evaluation on candidates resources would

@@ -203,7 +203,7 @@ func eval(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value, opts .
 
 // noCache is the virtual document cache of allow and allow_all: a decision reads each rule
 // and function of the policy about once per resource asked about, so OPA's cache, made anew for
-// every evaluation, only costs (BenchmarkDecide). Explain keeps OPA's, since reasons reads
+// every evaluation, only costs. Explain keeps OPA's, since reasons reads
 // allow_all several times.
 type noCache struct{}
 

@@ -116,7 +116,7 @@ func appendHex12(b []byte, n uint64) []byte {
 // CheckID returns an error wrapping ErrInvalidID unless id was made by EntryIDs for time t.
 func CheckID(id string, t time.Time) error {
 	// The prefix is made on the stack: stores check every decision's id as it is written, and
-	// IDTimePrefix's string was one allocation per check of a loaded server.
+	// IDTimePrefix's string would be one allocation per check.
 	var prefix [idTimePrefixLen]byte
 	if len(id) != 34 || id[:idTimePrefixLen] != string(appendIDTimePrefix(prefix[:0], t)) {
 		return fmt.Errorf("id %q: %w", id, ErrInvalidID)

@@ -192,8 +192,8 @@ func TestStoreOutage(t *testing.T) {
 			"GRANTRY_REQUEST_TIMEOUT":   requestTimeout,
 		}
 	}
-	// The set-up's writes go through a server with the default request timeout (FerretDB takes
-	// ~50 ms an update, much more on a loaded machine); the outage meets one whose deadline is
+	// The set-up's writes go through a server with the default request timeout (FerretDB's
+	// updates are slow, and slower on a loaded machine); the outage meets one whose deadline is
 	// short, so that the test does not wait long for each request it cuts off.
 	setUpBase, _, stopSetUp := startServer(t, env("30s"))
 	models, users := setUp(t, setUpBase, "boot-key", 2, 2)

@@ -37,8 +37,8 @@ func Hash(key string) string {
 
 // Sum is the SHA-256 digest of key, whose hexadecimal form is Hash: a fixed-size value, to find
 // a key in memory without making a string of its hash. Every request with a key takes one, so
-// it reuses its hash states: sha256.Sum256 put the copy of key it hashes on the heap at each
-// call, and in the server (a heap profile under make bench's load) its hash state too.
+// it reuses its hash states: sha256.Sum256 puts the copy of key it hashes on the heap at each
+// call, and, as the server calls it, its hash state too.
 func Sum(key string) [sha256.Size]byte {
 	d := digesters.Get().(*digester)
 	sum := d.sum(key)

@@ -41,11 +41,9 @@ type Config struct {
 	// QueueSize is how many entries may wait; beyond it the oldest are dropped. Default 50,000.
 	QueueSize int
 	// BatchSize is the most entries handed to the sink at once; a full batch is written at
-	// once. Default 4,000: each batch is a commit of the store, fsyncs included, and under
-	// make bench's load (about 16,000 checks a second) batches of 500 cost a server pinned to
-	// one CPU about 6% of its checks against batches of 4,000 (three alternating pairs of
-	// servers, 15,136 against 16,035 checks a second, medians); 16,000 were within the spread
-	// of 4,000, and would hold the store's write lock longer.
+	// once. Default 4,000: each batch is a commit of the store, fsyncs included, so that
+	// under heavy load smaller batches take CPU from the checks; much larger ones gain little
+	// more and would hold the store's write lock longer.
 	BatchSize int
 	// FlushInterval is the longest an entry waits for its batch to fill. Default 1s.
 	FlushInterval time.Duration

@@ -326,8 +326,7 @@ func (b *buffersWriter) Write(p []byte) (int, error) {
 
 // TestWriterKeepsItsBuffer: the buffer is made once and reused after every flush (with one
 // spare, to hold lines while the other is written out), so holding lines makes no garbage;
-// grown from empty again after each flush, it made about ten allocations a flush, and 440
-// bytes of garbage a request under make bench's load. BenchmarkWrite shows the allocations.
+// grown from empty again after each flush, it would make garbage on every request.
 func TestWriterKeepsItsBuffer(t *testing.T) {
 	out := &buffersWriter{buffers: map[*byte]bool{}}
 	w := logbuf.New(out)
@@ -374,7 +373,8 @@ func (b *blockingWriter) Write(p []byte) (int, error) {
 
 // TestWriteDoesNotWaitForTheUnderlyingWriter: while a flush is stuck in the underlying
 // writer, lines are still taken at once, and are written after what that flush took, in
-// order. With one buffer held under one lock, every request's log line waited for each flush.
+// order. With one buffer held under one lock, every request's log line would wait for each
+// flush.
 func TestWriteDoesNotWaitForTheUnderlyingWriter(t *testing.T) {
 	out := &blockingWriter{started: make(chan struct{}, 1), release: make(chan struct{})}
 	w := logbuf.New(out)

@@ -23,9 +23,8 @@ func New() string {
 
 // NewCheap is New from math/rand/v2's generator (ChaCha8, seeded by the runtime from the
 // operating system) rather than crypto/rand, for identifiers that must be unique but are no
-// secret and are made on every request, such as a request's id: under make bench's load, New
-// was 1.5% of a pinned server's CPU samples (crypto/rand.Read 0.9% of them), NewCheap 0.8%
-// (pprof).
+// secret and are made on every request, such as a request's id: there crypto/rand's cost is
+// paid on every request for secrecy nobody needs.
 func NewCheap() string {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[0:8], mrand.Uint64())

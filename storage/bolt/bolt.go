@@ -81,10 +81,9 @@ type Option func(*bbolt.Options)
 // map grows, so that no read waits for the disk to fetch a page: bbolt reads the file through
 // a memory map, and a page read for the first time since start, or dropped from the page
 // cache since, is a page fault that stalls the reading goroutine's thread on the disk. The file
-// is read in one sequential pass (about 6.7 s for a 6 GB file on the development machine, where
-// checks reading the same pages on demand ran 20–40% slower in a million-user store's first
-// runs), and its pages stay mapped, hence counted in the resident memory. On Linux only
-// (mmap's MAP_POPULATE); elsewhere it does nothing.
+// is read in one sequential pass, so that the first checks of a large store do not each wait
+// for the pages they read on demand, and its pages stay mapped, hence counted in the resident
+// memory. On Linux only (mmap's MAP_POPULATE); elsewhere it does nothing.
 //
 // The map is made mapRoom larger than the file, so that the file is mapped and read in again
 // only once it has grown by that much.
@@ -93,12 +92,11 @@ func Preload() Option {
 }
 
 // mapRoom is how much a data file opened with Preload may grow before bbolt maps it again. Left
-// to itself, bbolt maps a file of more than a GiB to the next whole GiB: a 6,095 MiB million-user
-// store, whose decision log grows it by about 1 MiB a second under load, outgrew its map within
-// a minute of load, and the server, reading the 6 GiB in again to map 7 (a write waits
-// meanwhile for every read under way, and every read for it), served 12,529–13,952 checks/s in
-// the run that crossed, against 14,756–15,880 in the runs before, in four starts of five. The
-// room is address space, not memory: only the file's pages are read in.
+// to itself, bbolt maps a file of more than a GiB to the next whole GiB, which a large store
+// whose decision log grows it under load soon outgrows; the server then reads the whole file in
+// again to map it anew (a write waits meanwhile for every read under way, and every read for
+// it), and serves fewer checks while it does. The room is address space, not memory: only the
+// file's pages are read in.
 const mapRoom = 1 << 30
 
 // preloadMapSize is the size of the first map of the data file at path, opened with Preload:

@@ -22,19 +22,17 @@ import (
 // another. A batch of the decision log is a few blocks of each of its organizations (maxBlock),
 // appended after their newest: a few values to write, each in one piece, instead of a B-tree
 // element per decision, each sought from the root twice (whether it was stored, then where to
-// put it). Storing a decision of a batch of 500 took 3.0 µs of CPU that way and 1.9 µs in
-// blocks of 1,000, fsyncs included (BenchmarkInsertDecisions, alternating test binaries), and
-// 600,000 of make bench's decisions took 156 bytes of pages each instead of 247. A decision
-// older than the newest stored, which a clock stepping back or a batch written again can
-// give, joins the block whose range holds it. Values that earlier versions
-// wrote, one decision under its own id, are blocks of one.
+// put it), which costs more CPU a decision and takes more pages. A decision older than the
+// newest stored, which a clock stepping back or a batch written again can give, joins the
+// block whose range holds it. Values that earlier versions wrote, one decision under its own
+// id, are blocks of one.
 //
 // Decisions are not indexed by user or resource, unlike the audit trail's events: every check
-// writes one, and an index entry goes to a page of its own, so the two indexes made each
-// decision rewrite two scattered pages: with them, the make bench workload got about 5,900
-// checks/s pinned, without them about 6,900 (bin/grantry-bench load, two runs each). A list
-// filtered by user or resource walks the organization's decisions newest first instead,
-// skipping those that cannot match without decoding them; since and until bound the walk.
+// writes one, and an index entry goes to a page of its own, so the two indexes would make each
+// decision rewrite two scattered pages, and a loaded server would answer noticeably fewer
+// checks. A list filtered by user or resource walks the organization's decisions newest first
+// instead, skipping those that cannot match without decoding them; since and until bound the
+// walk.
 var bucketDecisions = []byte("decisions") // org, id of the newest → a block of decisions
 
 // pruneChunk is about how many decisions one transaction of DeleteDecisionsBefore removes (it
@@ -46,11 +44,9 @@ const pruneChunk = 5000
 // grown past it by older decisions is cut again, so that reading the newest decisions, or
 // adding an old one, never reads or writes a value without bound. It is small because bbolt
 // keeps at least two values in a B-tree node, and up to four when they are larger than a page,
-// and writes the whole of each node a commit changes: at 1,000 (about 60 KB a block), each
-// batch rewrote its one to three predecessors with it, 603 bytes of pages written a decision
-// (BenchmarkInsertDecisions, batches of 500) to store 127. At 64 (about 8 KB), 232 written to
-// store 132, and 1,552-1,641 ns of CPU a decision against 1,740-1,932 (three alternating runs
-// of each); 16, 32, 128 and 256 all wrote more.
+// and writes the whole of each node a commit changes: with large blocks, each batch rewrites
+// the blocks before it in its node, many times the bytes it stores. Blocks of 64 write fewer
+// bytes a decision than smaller or larger ones, and cost less CPU than large ones.
 const maxBlock = 64
 
 // decisionRecord is a decision as stored: in the compact form of decisionformat.go, or as the

@@ -66,9 +66,9 @@ func TestDecisionValueSize(t *testing.T) {
 	if n := len(benchDecision.appendBinary(nil)); n > 120 || len(js) < 3*n {
 		t.Errorf("a check's decision takes %d bytes, its JSON %d: want at most 120, and a third of its JSON", n, len(js))
 	}
-	// In a block of a batch, with its id: where a decision of its own took its key (the
-	// organization's id, its own, two zeros) and a 16-byte element header beside the value,
-	// 204 bytes of a page for make bench's.
+	// In a block of a batch, with its id: less than a decision of its own would take with its
+	// key (the organization's id, its own, two zeros) and a 16-byte element header beside the
+	// value.
 	entries := make([]decisionEntry, 500)
 	for i := range entries {
 		entries[i] = decisionEntry{full.ID, benchDecision.appendBinary(nil)}

@@ -100,8 +100,8 @@ func encodeEvent(e storage.Event) (journal.Event, error) {
 }
 
 // appendJSON appends r as json.Marshal writes it, byte for byte, without its reflection: every
-// grant and revoke stores an event, and json.Marshal of the events and their snapshots took
-// about 5% of the CPU of a server loaded with them. Before and After are checked and
+// grant and revoke stores an event, and json.Marshal's reflection over the events and their
+// snapshots is a noticeable part of a loaded server's CPU. Before and After are checked and
 // compacted as json.Marshal does a json.RawMessage.
 func (r eventRecord) appendJSON(b []byte) ([]byte, error) {
 	field := func(b []byte, name, v string, omitEmpty bool) []byte {

@@ -14,8 +14,8 @@ import (
 // integer times) are read by a small scanner; anything else takes encoding/json.
 //
 // The slow path decodes into a record of its own, so that r does not escape: each caller keeps
-// its record on the stack. Escaping, it was allocated once a grant, 20 million times when a
-// million users' grants were read in at start (decodeGrantExpiry).
+// its record on the stack. Escaping, it would be allocated once a grant, for every grant of a
+// large store when its grants are read in at start (decodeGrantExpiry).
 func decodeGrant(data []byte, r *grantRecord) error {
 	if fastGrant(data, r) {
 		return nil
@@ -186,9 +186,8 @@ func scanGrants(b *bbolt.Bucket, prefix []byte) ([]grantRecord, error) {
 // userGrants is scanGrants of one user's grants, which a user's first check reads. Their
 // keys all begin with key(org, user), so only the resource id is read from each, and every
 // record shares the organization's and the user's id: one string a grant instead of three.
-// The records start with room for userGrantsRoom: grown from none, they were allocated seven
-// times for a user of 50 grants (BenchmarkResourceList, two pairs of alternating runs, twice:
-// 21.9–24.1 µs and 15.3 KB a list against 24.2–28.7 µs and 19.7 KB).
+// The records start with room for userGrantsRoom, so that a typical user's are allocated once
+// rather than again each time append grows them.
 func userGrants(b *bbolt.Bucket, orgID, userID string) ([]grantRecord, error) {
 	prefix := key(orgID, userID)
 	var ids [1]string

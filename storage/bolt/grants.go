@@ -14,10 +14,10 @@ import (
 )
 
 // grantRecord is a user's grant. Its key, key(org, user, resource), is what names it: the
-// value written holds only the times, and the ids are read back from the key. Records written
-// before that also hold the ids in the value; they are read the same way. In make bench's
-// workload a value is 28 bytes instead of 154, so a user's grants take half the pages, and a
-// user's first check reads fewer of them from disk.
+// value written holds only the times, and the ids are read back from the key. Records that
+// earlier versions wrote also hold the ids in the value; they are read the same way. Without
+// the ids a value is a fraction of the size, so a user's grants take fewer pages, and a user's
+// first check reads fewer of them from disk.
 type grantRecord struct {
 	OrgID      string `json:"org_id,omitempty"`
 	UserID     string `json:"user_id,omitempty"`

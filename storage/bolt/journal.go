@@ -14,9 +14,9 @@ import (
 // is written to a log file beside the data file and that file is synced, and applied to the
 // data file later, a second's changes in one transaction: a change undone before it was
 // applied (a grant, then its revoke) writes no page of grants at all, and the events of a
-// second share the pages of their indexes. Writing each change into the data file at once
-// rewrote a leaf somewhere in a large tree, and its branches, for the grant, its index by
-// resource, the event and the event's indexes by user and by resource, and took bbolt's two
+// second share the pages of their indexes. Written into the data file at once, each change
+// would rewrite a leaf somewhere in a large tree, and its branches, for the grant, its index by
+// resource, the event and the event's indexes by user and by resource, and take bbolt's two
 // syncs.
 //
 // The reads of one user's grants (UserGrants, UserFacts) read the journal's

@@ -16,8 +16,8 @@ const DefaultLoadBatch = 50_000
 
 // loadFillPercent is how full the Loader packs the pages of the big buckets. bbolt splits pages
 // half full by default, which suits random inserts; a bulk load arrives mostly in key order, so
-// half-full pages would stay half full and a million users × 20 grants would take some 19 GB
-// instead of about 10. Pages split as usual when the normal methods write to them later.
+// half-full pages would stay half full, and a large store would take far more disk than it
+// needs. Pages split as usual when the normal methods write to them later.
 const loadFillPercent = 0.9
 
 // Loader writes authentication integrations, resources, users and grants straight into the store,

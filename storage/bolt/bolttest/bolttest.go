@@ -19,8 +19,8 @@ func Open(tb testing.TB) *bolt.Store {
 }
 
 // OpenNoSync is Open for tests of what is built on the store, where durability is not what is
-// tested: the store does not wait for the disk at each commit, which made most of the time of
-// tests that write much, and of the CPU that their concurrent readers spent meanwhile.
+// tested: the store does not wait for the disk at each commit, which would be most of the time
+// of tests that write much, and of the CPU that their concurrent readers spend meanwhile.
 func OpenNoSync(tb testing.TB) *bolt.Store {
 	tb.Helper()
 	return open(tb, func(o *bbolt.Options) { o.NoSync = true })

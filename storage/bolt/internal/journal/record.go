@@ -30,9 +30,9 @@ type Event struct {
 // bytes), a flags byte (1: Changed, 2: Held), CreatedAt and ExpiresAt (8 bytes each), the three
 // ids, the number of events (a uvarint), and each event's four ids and data; an id or data is
 // its length (a uvarint) and its bytes. It is binary rather than JSON: every grant and revoke
-// is encoded, and JSON cost a loaded server noticeably more CPU. A record of another version
-// ends a file's reading, like a damaged one: one of an earlier format can only be left from an
-// earlier turn.
+// is encoded, and JSON would cost a loaded server noticeably more CPU. A record of another
+// version ends a file's reading, like a damaged one: one of an earlier format can only be left
+// from an earlier turn.
 const recordFormat = 1
 
 // recordHead is the length of a record's fixed part: version, sequence number, flags, times.
