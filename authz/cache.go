@@ -12,7 +12,8 @@ import (
 //
 // It is never staler than the store for writes made through this process: every write drops
 // what it changes before it is acknowledged (store.go). Writes of other processes arrive through
-// the store's change feed, which drops the whole organization (sync.go). A load that races a
+// the store's change feed, which drops the same: the users and groups they reached, or the
+// whole organization (sync.go). A load that races a
 // drop of what it loads is used for the one question that made it and not kept: each load
 // takes a stamp of what could drop it before reading the store, and keeps what it read only if
 // the stamp is unchanged after.

@@ -10,31 +10,37 @@ import (
 
 // changing is the store as the engine's users write to it: every write that may change a
 // decision drops what the engine holds of what it reached (or changes the organization's
-// catalog to match), and then touches the organization in the store's change feed so that other
-// processes drop theirs. Both happen before the write returns, so a question asked after a write
-// always sees it. A write that failed may still have happened, so it drops too. Writes that
-// change no decision (secrets, API keys, events) pass straight through;
-// TestEveryStoreMethodIsClassified keeps the two lists complete.
+// catalog to match), and then touches exactly that in the store's change feed, so that other
+// processes drop the same: the users and groups it reached, or the whole organization for a
+// change of its catalog (which other processes cannot change in place) and for a write that
+// drops the whole organization here. Both happen before the write returns, so a question asked
+// after a write always sees it. A write that failed may still have happened, so it drops and
+// touches too. Writes that change no decision (secrets, API keys, events) pass straight
+// through; TestEveryStoreMethodIsClassified keeps the two lists complete.
 type changing struct {
 	storage.Store
 	cache *cache
 }
 
-// changed drops what a write reached, with drop, and touches the organization if it succeeded.
-func (st changing) changed(ctx context.Context, err error, orgID string, drop func()) error {
+// changed drops what a write reached, with drop, and touches c, what drop dropped. It returns
+// the write's error if it failed, else the touch's.
+func (st changing) changed(ctx context.Context, err error, c storage.Change, drop func()) error {
 	drop()
-	if err != nil {
-		return err
+	if !c.Org && len(c.Users) == 0 && len(c.Groups) == 0 {
+		return err // nothing reached, nothing to tell
 	}
-	return st.Store.Touch(ctx, orgID)
+	if terr := st.Store.Touch(ctx, c); err == nil {
+		return terr
+	}
+	return err
 }
 
 func (st changing) changedUser(ctx context.Context, err error, orgID, userID string) error {
-	return st.changed(ctx, err, orgID, func() { st.cache.dropUser(orgID, userID) })
+	return st.changedUsers(ctx, err, orgID, []string{userID})
 }
 
 func (st changing) changedUsers(ctx context.Context, err error, orgID string, userIDs []string) error {
-	return st.changed(ctx, err, orgID, func() {
+	return st.changed(ctx, err, storage.Change{OrgID: orgID, Users: userIDs}, func() {
 		for _, id := range userIDs {
 			st.cache.dropUser(orgID, id)
 		}
@@ -42,12 +48,26 @@ func (st changing) changedUsers(ctx context.Context, err error, orgID string, us
 }
 
 func (st changing) changedGroup(ctx context.Context, err error, orgID, groupID string) error {
-	return st.changed(ctx, err, orgID, func() { st.cache.dropGroup(orgID, groupID) })
+	return st.changed(ctx, err, storage.Change{OrgID: orgID, Groups: []string{groupID}}, func() { st.cache.dropGroup(orgID, groupID) })
+}
+
+// changedGroupAndUsers drops the group and the users (its members, or those who joined or
+// left it).
+func (st changing) changedGroupAndUsers(ctx context.Context, err error, orgID, groupID string, userIDs []string) error {
+	return st.changed(ctx, err, storage.Change{OrgID: orgID, Users: userIDs, Groups: []string{groupID}}, func() {
+		st.cache.dropGroup(orgID, groupID)
+		for _, id := range userIDs {
+			st.cache.dropUser(orgID, id)
+		}
+	})
 }
 
 func (st changing) changedOrg(ctx context.Context, err error, orgID string) error {
-	return st.changed(ctx, err, orgID, func() { st.cache.dropOrg(orgID) })
+	return st.changed(ctx, err, wholeOrg(orgID), func() { st.cache.dropOrg(orgID) })
 }
+
+// wholeOrg is the change of an organization as a whole.
+func wholeOrg(orgID string) storage.Change { return storage.Change{OrgID: orgID, Org: true} }
 
 // Resources and integrations: the organization's catalog.
 
@@ -57,7 +77,7 @@ func (st changing) CreateResource(ctx context.Context, r storage.Resource) error
 	if err != nil {
 		return st.changedOrg(ctx, err, r.OrgID)
 	}
-	return st.changed(ctx, nil, r.OrgID, func() {
+	return st.changed(ctx, nil, wholeOrg(r.OrgID), func() {
 		st.cache.changeCatalog(r.OrgID, func(c *catalog) *catalog { return c.withResource(r.ID, newResource(r)) })
 	})
 }
@@ -70,7 +90,7 @@ func (st changing) DeleteResource(ctx context.Context, orgID, id string) error {
 	if err != nil {
 		return st.changedOrg(ctx, err, orgID)
 	}
-	return st.changed(ctx, nil, orgID, func() {
+	return st.changed(ctx, nil, wholeOrg(orgID), func() {
 		st.cache.changeCatalog(orgID, func(c *catalog) *catalog {
 			if r, ok := c.resources[id]; ok {
 				r.gone.Store(true)
@@ -94,7 +114,7 @@ func (st changing) changedSource(ctx context.Context, err error, a storage.AuthI
 	if err != nil {
 		return st.changedOrg(ctx, err, a.OrgID)
 	}
-	return st.changed(ctx, nil, a.OrgID, func() {
+	return st.changed(ctx, nil, wholeOrg(a.OrgID), func() {
 		st.cache.changeCatalog(a.OrgID, func(c *catalog) *catalog { return c.withSource(newSource(a)) })
 	})
 }
@@ -169,12 +189,7 @@ func (st changing) CreateGroup(ctx context.Context, g storage.Group) error {
 	if err != nil {
 		return st.changedOrg(ctx, err, g.OrgID)
 	}
-	return st.changed(ctx, nil, g.OrgID, func() {
-		st.cache.dropGroup(g.OrgID, g.ID)
-		for _, m := range g.Members {
-			st.cache.dropUser(g.OrgID, m)
-		}
-	})
+	return st.changedGroupAndUsers(ctx, nil, g.OrgID, g.ID, g.Members)
 }
 
 // UpdateGroup reaches the group, and the users who joined or left it. A failed update reaches
@@ -184,12 +199,7 @@ func (st changing) UpdateGroup(ctx context.Context, orgID, integrationID, id str
 	if err != nil {
 		return g, st.changedOrg(ctx, err, orgID)
 	}
-	return g, st.changed(ctx, nil, orgID, func() {
-		st.cache.dropGroup(orgID, id)
-		for _, m := range membersChanged(before.Members, g.Members) {
-			st.cache.dropUser(orgID, m)
-		}
-	})
+	return g, st.changedGroupAndUsers(ctx, nil, orgID, id, membersChanged(before.Members, g.Members))
 }
 
 // membersChanged returns the users in one of before and after and not the other.
@@ -220,13 +230,7 @@ func (st changing) DeleteGroup(ctx context.Context, orgID, integrationID, id str
 	if err != nil {
 		return st.changedOrg(ctx, st.Store.DeleteGroup(ctx, orgID, integrationID, id), orgID)
 	}
-	err = st.Store.DeleteGroup(ctx, orgID, integrationID, id)
-	return st.changed(ctx, err, orgID, func() {
-		st.cache.dropGroup(orgID, id)
-		for _, m := range g.Members {
-			st.cache.dropUser(orgID, m)
-		}
-	})
+	return st.changedGroupAndUsers(ctx, st.Store.DeleteGroup(ctx, orgID, integrationID, id), orgID, id, g.Members)
 }
 
 func (st changing) SetGroupGrant(ctx context.Context, g storage.GroupGrant) (*storage.GroupGrant, error) {

@@ -1,6 +1,10 @@
 package authz
 
-import "time"
+import (
+	"time"
+
+	"github.com/grantry/grantry/storage"
+)
 
 // maxStaleness is how long what the engine holds of a shared store is trusted after the
 // change feed last confirmed it has seen every change: well inside the second within which a
@@ -17,9 +21,21 @@ func (e *Engine) fresh() bool {
 	return !e.shared || time.Now().UnixNano()-e.lastSync.Load() <= int64(maxStaleness)
 }
 
-// Changed drops what the engine holds of an organization that another process changed. The
-// store's change feed calls it (storage.ChangeFeed.WatchChanges).
-func (e *Engine) Changed(orgID string) { e.cache.dropOrg(orgID) }
+// Changed drops what the engine holds of what another process's write reached: the users and
+// groups c names, or everything of the organization when c.Org, as the write dropped here
+// would have (store.go). The store's change feed calls it (storage.ChangeFeed.WatchChanges).
+func (e *Engine) Changed(c storage.Change) {
+	if c.Org {
+		e.cache.dropOrg(c.OrgID)
+		return
+	}
+	for _, id := range c.Users {
+		e.cache.dropUser(c.OrgID, id)
+	}
+	for _, id := range c.Groups {
+		e.cache.dropGroup(c.OrgID, id)
+	}
+}
 
 // Synced tells the engine what the store's change feed knows: fresh, that it has reported every
 // change made until now, so that held facts may be trusted for maxStaleness more (if they had

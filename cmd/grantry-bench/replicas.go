@@ -20,8 +20,8 @@ const visibilityTimeout = 10 * time.Second
 const probeEvery = time.Millisecond
 
 // probePause is the pause after each change the prober has seen on B. Every change makes both
-// replicas drop what they cached of the organization, so the prober's rate of changes is a
-// rate of cold caches: a change a second is a busy organization's.
+// replicas drop what they held of the user it changed, who is read from the store again: a
+// change a second is a busy organization's.
 const probePause = time.Second
 
 // visibility is what the replicas' prober measured: for each change made on replica A (a

@@ -25,8 +25,8 @@ const DefaultLoadBatch = 10_000
 // afterwards is as if each record had been written one at a time. It does none of the checks
 // those methods make (that an integration, user or resource exists); the unique indexes still
 // refuse a taken id or name, failing Flush with storage.ErrConflict. Flush then tells the other
-// processes sharing the database that the organizations it wrote changed (Touch), as the API
-// does after each write, so that none keeps answering from what it cached before.
+// processes sharing the database that the organizations it wrote changed as a whole (Touch), as
+// the API does after each write, so that none keeps answering from what it cached before.
 //
 // A Flush that fails may have written part of what was queued. A Loader is not safe for
 // concurrent use.
@@ -107,7 +107,7 @@ func (l *Loader) add(ctx context.Context, q int, orgID string, doc any) error {
 func (l *Loader) Flush(ctx context.Context) error {
 	err := l.insert(ctx)
 	for _, org := range slices.Sorted(maps.Keys(l.orgs)) {
-		if terr := l.s.Touch(ctx, org); terr != nil {
+		if terr := l.s.Touch(ctx, storage.Change{OrgID: org, Org: true}); terr != nil {
 			return errors.Join(err, fmt.Errorf("load: %w", terr))
 		}
 		delete(l.orgs, org)
