@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/grantry/grantry/storage"
@@ -12,6 +13,9 @@ import (
 // view gathers the facts of q's question, from memory or the store, into a view of its input.
 func (e *Engine) view(ctx context.Context, q *Question) (*view, error) {
 	hold := e.fresh()
+	if !hold {
+		return e.viewFromStore(ctx, q)
+	}
 	o := e.cache.org(q.OrgID)
 	cat, err := e.catalog(ctx, o, q.OrgID, hold)
 	if err != nil {
@@ -20,6 +24,62 @@ func (e *Engine) view(ctx context.Context, q *Question) (*view, error) {
 	u, groups, err := e.user(ctx, o, q.OrgID, q.UserID, cat, hold)
 	if err != nil {
 		return nil, err
+	}
+	return newView(q, cat, u, groups), nil
+}
+
+// viewFromStore gathers the facts of q's question from the store alone, reading no more than
+// the question needs (the user, and of the catalog the resources asked about and those the
+// user holds), and keeps nothing: the engine holds nothing, or on a shared store what it holds
+// is not known to be fresh.
+func (e *Engine) viewFromStore(ctx context.Context, q *Question) (*view, error) {
+	f, err := e.store.UserFacts(ctx, q.OrgID, q.UserID)
+	if err != nil {
+		return nil, fmt.Errorf("user %s: %w", q.UserID, err)
+	}
+	ids := slices.Clone(q.ResourceIDs)
+	for _, g := range f.Grants {
+		ids = append(ids, g.ResourceID)
+	}
+	for _, g := range f.GroupGrants {
+		ids = append(ids, g.ResourceID)
+	}
+	rs, err := e.store.GetResources(ctx, q.OrgID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("resources of %s: %w", q.OrgID, err)
+	}
+	cat := &catalog{resources: make(map[string]*resource, len(rs)), sources: map[string]*source{}}
+	for _, r := range rs {
+		res := newResource(r)
+		res.num = cat.next
+		cat.next++
+		cat.resources[r.ID] = res
+	}
+	if !f.Found {
+		return newView(q, cat, nil, nil), nil
+	}
+	if f.User.IntegrationID != "" {
+		a, err := e.store.GetAuthIntegration(ctx, q.OrgID, f.User.IntegrationID)
+		switch {
+		case err == nil:
+			cat.sources[a.ID] = newSource(a)
+		case !errors.Is(err, storage.ErrNotFound):
+			return nil, fmt.Errorf("integration of %s: %w", q.UserID, err)
+		}
+	}
+	read := groupsRead(cat, f)
+	ids = ids[:0]
+	for _, g := range f.Groups {
+		ids = append(ids, g.ID)
+	}
+	u := newUser(cat, f.User, ids, len(f.Grants), func(add func(string, time.Time)) {
+		for _, g := range f.Grants {
+			add(g.ResourceID, g.ExpiresAt)
+		}
+	})
+	groups := make([]*group, len(u.groups))
+	for i, id := range u.groups {
+		groups[i] = read[id]
 	}
 	return newView(q, cat, u, groups), nil
 }

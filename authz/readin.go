@@ -25,18 +25,29 @@ var errFull = errors.New("as many users as may be held")
 // ReadIn reads every group and user of every organization into memory, as many as may be
 // held, so that the first question about each reads nothing from the store. It may run while
 // the engine answers: questions asked meanwhile load what they need, and what a write reaches
-// while it runs is not held from the read. It does nothing when the engine holds nothing, and
-// returns errors.ErrUnsupported when the store cannot read everything in one pass
+// while it runs is not held from the read. On a shared store it first waits for the change
+// feed to confirm it is up to date (Synced). It does nothing when the engine holds nothing,
+// and returns errors.ErrUnsupported when the store cannot read everything in one pass
 // (storage.FactsScanner).
 func (e *Engine) ReadIn(ctx context.Context) (ReadInStats, error) {
 	defer e.reading.Store(false)
 	var stats ReadInStats
-	if !e.fresh() {
+	if e.cache.maxUsers <= 0 {
 		return stats, nil
 	}
 	scanner, ok := e.store.(storage.FactsScanner)
 	if !ok {
 		return stats, errors.ErrUnsupported
+	}
+	// On a shared store, what is read is used only once the change feed has confirmed it sees
+	// every change, and a read that began before the feed's first look could miss a change the
+	// feed takes for its starting point: the read waits for that first confirmation.
+	for !e.fresh() {
+		select {
+		case <-ctx.Done():
+			return stats, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 	st := e.cache.scanStamp()
 	type orgRead struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/grantry/grantry/policy"
 	"github.com/grantry/grantry/storage"
@@ -156,5 +157,38 @@ func TestReadInKeepsNothingAWriteReached(t *testing.T) {
 				t.Errorf("after the read-in, %s may use %s: %v, want %v", tc.user, tc.id, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestReadInOfASharedStoreWaitsForTheFeed: on a shared store the read-in begins only once the
+// change feed has confirmed it is up to date, so that no change between the scan and the feed's
+// starting point goes unseen; with no confirmation it reads nothing.
+func TestReadInOfASharedStoreWaitsForTheFeed(t *testing.T) {
+	st, _ := readInWorld(t)
+	e := New(Config{Store: st, Policies: policy.NewLive(mustEngine(t, policy.Embedded())), Shared: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if read, err := e.ReadIn(ctx); err == nil || read.Users != 0 {
+		t.Errorf("ReadIn with no confirmation from the feed = %+v, %v; want nothing read and ctx's error", read, err)
+	}
+	done := make(chan ReadInStats, 1)
+	go func() {
+		read, err := e.ReadIn(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- read
+	}()
+	// The feed confirms as it does, several times a second, until the read-in ends.
+	for {
+		e.Synced(true)
+		select {
+		case read := <-done:
+			if read.Users != 10 {
+				t.Errorf("ReadIn once the feed confirmed = %+v, want 10 users", read)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
