@@ -86,11 +86,11 @@ func (s *faultyStore) ListResources(ctx context.Context, orgID string, kind stor
 	return s.Store.ListResources(ctx, orgID, kind)
 }
 
-func (s *faultyStore) Grant(ctx context.Context, g storage.Grant) error {
+func (s *faultyStore) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, error) {
 	if err := s.fault(ctx, &s.mode, "grant"); err != nil {
-		return err
+		return nil, err
 	}
-	return s.Store.Grant(ctx, g)
+	return s.Store.SetGrant(ctx, g)
 }
 
 // withFaultyStore puts a faultyStore in front of the fixture's store and returns it. A store

@@ -135,7 +135,7 @@ func (s *Server) addToUser(c *gin.Context) {
 	// The store says which of the user and the resource is missing (the user first), and
 	// errorResponse names it.
 	g := storage.Grant{OrgID: orgID(c), UserID: req.UserID, ResourceID: canonicalID(req.SvcID), CreatedAt: s.clock(), ExpiresAt: expires}
-	if err := s.store.Grant(c.Request.Context(), g); err != nil {
+	if err := storage.AddGrant(c.Request.Context(), s.store, g); err != nil {
 		s.writeError(c, err)
 		return
 	}
@@ -151,7 +151,7 @@ func (s *Server) removeFromUser(c *gin.Context) {
 		return
 	}
 	ctx, org := c.Request.Context(), orgID(c)
-	if err := s.store.Revoke(ctx, org, req.UserID, canonicalID(req.SvcID)); err != nil {
+	if err := storage.Revoke(ctx, s.store, org, req.UserID, canonicalID(req.SvcID)); err != nil {
 		s.writeError(c, err) // ErrUserNotFound names the user
 		return
 	}

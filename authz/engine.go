@@ -40,9 +40,22 @@ const (
 	DefaultMemoBytes = 64 << 20
 )
 
+// reader is what the engine reads of the store: a question's facts, an organization's
+// catalog, a group, and everything at once for the read-in.
+type reader interface {
+	UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error)
+	GetResources(ctx context.Context, orgID string, ids []string) ([]storage.Resource, error)
+	ListResources(ctx context.Context, orgID string, kind storage.Kind) ([]storage.Resource, error)
+	GetAuthIntegration(ctx context.Context, orgID, id string) (storage.AuthIntegration, error)
+	ListAuthIntegrations(ctx context.Context, orgID string) ([]storage.AuthIntegration, error)
+	GetOrgGroup(ctx context.Context, orgID, id string) (storage.Group, error)
+	GroupGrants(ctx context.Context, orgID string, groupIDs []string) ([]storage.GroupGrant, error)
+	storage.FactsScanner
+}
+
 // Engine decides access questions. It is safe for concurrent use.
 type Engine struct {
-	store    storage.Store
+	store    reader
 	policies Policies
 	log      *slog.Logger
 	cache    *cache
@@ -70,7 +83,7 @@ func New(cfg Config) *Engine {
 	}
 	e.cache = newCache(users)
 	e.wrapped = changing{Store: cfg.Store, cache: e.cache}
-	if _, ok := cfg.Store.(storage.FactsScanner); ok && users > 0 {
+	if users > 0 {
 		e.reading.Store(true) // until ReadIn ends
 	}
 	return e

@@ -223,7 +223,7 @@ func (w *world) change(policies [][]policy.Module) string {
 		w.grantRandom(org)
 		return "grant"
 	case 2:
-		w.allow(st.Revoke(w.ctx, org, user, w.pick(w.of(org))), storage.ErrNotFound)
+		w.allow(storage.Revoke(w.ctx, st, org, user, w.pick(w.of(org))), storage.ErrNotFound)
 		return "revoke"
 	case 3:
 		_, err := st.RevokeGroupGrant(w.ctx, org, w.pick(worldGroups), w.pick(w.of(org)))

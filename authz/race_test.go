@@ -79,7 +79,7 @@ func TestLoadsThatRaceAWriteAreNotKept(t *testing.T) {
 		if err := st.CreateResource(ctx, storage.Resource{OrgID: org, ID: fresh, Kind: storage.KindModel, Source: storage.SourceCustom, Name: "model-3", CreatedAt: worldBase}); err != nil {
 			return err
 		}
-		return st.Grant(ctx, storage.Grant{OrgID: org, UserID: "alice", ResourceID: fresh, CreatedAt: worldBase})
+		return storage.AddGrant(ctx, st, storage.Grant{OrgID: org, UserID: "alice", ResourceID: fresh, CreatedAt: worldBase})
 	}
 	cases := []struct {
 		name  string
@@ -92,7 +92,7 @@ func TestLoadsThatRaceAWriteAreNotKept(t *testing.T) {
 	}{
 		{name: "a user read before a grant", point: "UserFacts after", q: ask(r2), want: true,
 			write: func(st storage.Store, ctx context.Context) error {
-				return st.Grant(ctx, storage.Grant{OrgID: org, UserID: "alice", ResourceID: r2, CreatedAt: worldBase})
+				return storage.AddGrant(ctx, st, storage.Grant{OrgID: org, UserID: "alice", ResourceID: r2, CreatedAt: worldBase})
 			}},
 		{name: "a user read before they joined a group", point: "UserFacts after", q: ask(r2), want: true,
 			write: func(st storage.Store, ctx context.Context) error {
@@ -103,7 +103,7 @@ func TestLoadsThatRaceAWriteAreNotKept(t *testing.T) {
 		{name: "a catalog read before a resource was removed", point: "ListResources after", q: ask(r1), want: false,
 			write: func(st storage.Store, ctx context.Context) error { return st.DeleteResource(ctx, org, r1) }},
 		{name: "a user read against a catalog that missed a resource", warm: true, point: "UserFacts before", q: ask(fresh), want: true,
-			drop:  func(st storage.Store, ctx context.Context) error { return st.Revoke(ctx, org, "alice", r1) },
+			drop:  func(st storage.Store, ctx context.Context) error { return storage.Revoke(ctx, st, org, "alice", r1) },
 			write: makeFresh},
 		{name: "a group read before its grant was revoked", warm: true, point: "GroupGrants after", q: ask(r4), want: false,
 			drop: func(st storage.Store, ctx context.Context) error {
@@ -139,7 +139,7 @@ func TestLoadsThatRaceAWriteAreNotKept(t *testing.T) {
 				_, err := st.SetGroupGrant(ctx, storage.GroupGrant{OrgID: org, GroupID: g, ResourceID: id, CreatedAt: worldBase})
 				must(err)
 			}
-			must(st.Grant(ctx, storage.Grant{OrgID: org, UserID: "alice", ResourceID: r1, CreatedAt: worldBase}))
+			must(storage.AddGrant(ctx, st, storage.Grant{OrgID: org, UserID: "alice", ResourceID: r1, CreatedAt: worldBase}))
 			if tc.warm {
 				_, err := e.Decide(ctx, ask(r1))
 				must(err)
@@ -211,7 +211,7 @@ func TestTwoLoadsOfACatalogKeepOne(t *testing.T) {
 	}
 	for _, u := range []string{"ada", "bob"} {
 		must(st.CreateUser(ctx, storage.User{OrgID: "o", ID: u, IntegrationID: "imp", Email: u + "@example.com", Active: true, ImportedAt: worldBase, ModifiedAt: worldBase}))
-		must(st.Grant(ctx, storage.Grant{OrgID: "o", UserID: u, ResourceID: "00000000-0000-4000-8000-000000000003", CreatedAt: worldBase}))
+		must(storage.AddGrant(ctx, st, storage.Grant{OrgID: "o", UserID: u, ResourceID: "00000000-0000-4000-8000-000000000003", CreatedAt: worldBase}))
 	}
 	q := func(user string) Question {
 		return Question{OrgID: "o", UserID: user, ResourceIDs: []string{"00000000-0000-4000-8000-000000000003"}, Now: worldBase}

@@ -26,18 +26,12 @@ var errFull = errors.New("as many users as may be held")
 // held, so that the first question about each reads nothing from the store. It may run while
 // the engine answers: questions asked meanwhile load what they need, and what a write reaches
 // while it runs is not held from the read. On a shared store it first waits for the change
-// feed to confirm it is up to date (Synced). It does nothing when the engine holds nothing,
-// and returns errors.ErrUnsupported when the store cannot read everything in one pass
-// (storage.FactsScanner).
+// feed to confirm it is up to date (Synced). It does nothing when the engine holds nothing.
 func (e *Engine) ReadIn(ctx context.Context) (ReadInStats, error) {
 	defer e.reading.Store(false)
 	var stats ReadInStats
 	if e.cache.maxUsers <= 0 {
 		return stats, nil
-	}
-	scanner, ok := e.store.(storage.FactsScanner)
-	if !ok {
-		return stats, errors.ErrUnsupported
 	}
 	// On a shared store, what is read is used only once the change feed has confirmed it sees
 	// every change, and a read that began before the feed's first look could miss a change the
@@ -67,7 +61,7 @@ func (e *Engine) ReadIn(ctx context.Context) (ReadInStats, error) {
 		orgs[id] = orgRead{o, cat}
 		return orgs[id], nil
 	}
-	err := scanner.ScanGroups(ctx, func(g storage.ScannedGroup) error {
+	err := e.store.ScanGroups(ctx, func(g storage.ScannedGroup) error {
 		r, err := orgOf(g.OrgID)
 		if err != nil {
 			return err
@@ -81,7 +75,7 @@ func (e *Engine) ReadIn(ctx context.Context) (ReadInStats, error) {
 		return nil
 	})
 	if err == nil {
-		err = scanner.ScanUsers(ctx, func(u storage.ScannedUser) error {
+		err = e.store.ScanUsers(ctx, func(u storage.ScannedUser) error {
 			if stats.Users >= e.cache.maxUsers {
 				stats.Full = true
 				return errFull

@@ -65,7 +65,7 @@ func readInWorld(t *testing.T) (*counting, *Engine) {
 	for i := range 10 {
 		u := fmt.Sprintf("u%02d", i)
 		must(w.CreateUser(ctx, storage.User{OrgID: "o", ID: u, IntegrationID: "imp", Email: u + "@example.com", Active: true, ImportedAt: worldBase, ModifiedAt: worldBase}))
-		must(w.Grant(ctx, storage.Grant{OrgID: "o", UserID: u, ResourceID: r1, CreatedAt: worldBase}))
+		must(storage.AddGrant(ctx, w, storage.Grant{OrgID: "o", UserID: u, ResourceID: r1, CreatedAt: worldBase}))
 	}
 	must(w.CreateGroup(ctx, storage.Group{OrgID: "o", ID: "g", DisplayName: "team", Members: []string{"u05", "u06"}, CreatedAt: worldBase}))
 	_, err := w.SetGroupGrant(ctx, storage.GroupGrant{OrgID: "o", GroupID: "g", ResourceID: r2, CreatedAt: worldBase})
@@ -130,7 +130,7 @@ func TestReadInKeepsNothingAWriteReached(t *testing.T) {
 		id    string
 		want  bool
 	}{
-		{"a user not scanned yet", func(w storage.Store, ctx context.Context) error { return w.Revoke(ctx, "o", "u09", r1) }, "u09", r1, false},
+		{"a user not scanned yet", func(w storage.Store, ctx context.Context) error { return storage.Revoke(ctx, w, "o", "u09", r1) }, "u09", r1, false},
 		{"a group", func(w storage.Store, ctx context.Context) error {
 			_, err := w.RevokeGroupGrant(ctx, "o", "g", r2)
 			return err

@@ -158,26 +158,13 @@ func (st changing) DeleteUser(ctx context.Context, orgID, integrationID, id stri
 
 // Grants to users reach the user.
 
-func (st changing) Grant(ctx context.Context, g storage.Grant) error {
-	return st.changedUser(ctx, st.Store.Grant(ctx, g), g.OrgID, g.UserID)
-}
-
-func (st changing) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
-	changed, err := st.Store.GrantChanged(ctx, g)
-	return changed, st.changedUser(ctx, err, g.OrgID, g.UserID)
-}
-
 func (st changing) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, error) {
 	before, err := st.Store.SetGrant(ctx, g)
 	return before, st.changedUser(ctx, err, g.OrgID, g.UserID)
 }
 
-func (st changing) Revoke(ctx context.Context, orgID, userID, resourceID string) error {
-	return st.changedUser(ctx, st.Store.Revoke(ctx, orgID, userID, resourceID), orgID, userID)
-}
-
-func (st changing) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
-	removed, err := st.Store.RevokeChanged(ctx, orgID, userID, resourceID)
+func (st changing) RevokeGrant(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
+	removed, err := st.Store.RevokeGrant(ctx, orgID, userID, resourceID)
 	return removed, st.changedUser(ctx, err, orgID, userID)
 }
 

@@ -16,7 +16,7 @@ import (
 var decisionWrites = []string{
 	"CreateResource", "DeleteResource", "CreateAuthIntegration", "CreateSCIMIntegration", "DeleteAuthIntegration",
 	"ImportUsers", "CreateUser", "UpdateUser", "DeleteUser",
-	"Grant", "GrantChanged", "SetGrant", "Revoke", "RevokeChanged",
+	"SetGrant", "RevokeGrant",
 	"CreateGroup", "UpdateGroup", "DeleteGroup", "SetGroupGrant", "RevokeGroupGrant", "DeleteExpiredGrants",
 }
 

@@ -25,7 +25,7 @@ func TestChangedDropsWhatItNames(t *testing.T) {
 		want  [2]bool // may ask use r1, r2
 		reads int64
 	}{
-		{"a user", func(st storage.Store, ctx context.Context) error { return st.Revoke(ctx, "o", "u03", r1) },
+		{"a user", func(st storage.Store, ctx context.Context) error { return storage.Revoke(ctx, st, "o", "u03", r1) },
 			storage.Change{OrgID: "o", Users: []string{"u03"}}, "u03", [2]bool{false, false}, 1},
 		{"a group", func(st storage.Store, ctx context.Context) error {
 			_, err := st.RevokeGroupGrant(ctx, "o", "g", r2)
@@ -38,7 +38,7 @@ func TestChangedDropsWhatItNames(t *testing.T) {
 			})
 			return err
 		}, storage.Change{OrgID: "o", Users: []string{"u07"}, Groups: []string{"g"}}, "u07", [2]bool{true, true}, 1},
-		{"the organization", func(st storage.Store, ctx context.Context) error { return st.Revoke(ctx, "o", "u08", r1) },
+		{"the organization", func(st storage.Store, ctx context.Context) error { return storage.Revoke(ctx, st, "o", "u08", r1) },
 			storage.Change{OrgID: "o", Org: true}, "u03", [2]bool{true, false}, 2},
 	}
 	for _, tt := range tests {
@@ -89,9 +89,9 @@ func TestWritesTouchWhatTheyDrop(t *testing.T) {
 		want  []storage.Change
 	}{
 		{"a grant", func(st storage.Store, ctx context.Context) error {
-			return st.Grant(ctx, storage.Grant{OrgID: "o", UserID: "u01", ResourceID: r2, CreatedAt: worldBase})
+			return storage.AddGrant(ctx, st, storage.Grant{OrgID: "o", UserID: "u01", ResourceID: r2, CreatedAt: worldBase})
 		}, false, []storage.Change{{OrgID: "o", Users: []string{"u01"}}}},
-		{"a revoke", func(st storage.Store, ctx context.Context) error { return st.Revoke(ctx, "o", "u01", r1) },
+		{"a revoke", func(st storage.Store, ctx context.Context) error { return storage.Revoke(ctx, st, "o", "u01", r1) },
 			false, []storage.Change{{OrgID: "o", Users: []string{"u01"}}}},
 		{"a user's record", func(st storage.Store, ctx context.Context) error {
 			_, err := st.UpdateUser(ctx, "o", "imp", "u02", func(u *storage.User) error { u.First = "Ada"; return nil })

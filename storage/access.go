@@ -28,12 +28,6 @@ type AccessStore interface {
 	// ordered by CreatedAt then ID.
 	ListGroups(ctx context.Context, orgID string) ([]Group, error)
 
-	// SetGrant is Grant: it records that g.UserID may use g.ResourceID until g.ExpiresAt.
-	// Granting what is granted keeps its CreatedAt and replaces its ExpiresAt with
-	// g.ExpiresAt. It returns the grant as it was before, or nil when the grant is new, so
-	// that the audit trail can tell a new grant from a new expiry. If the user does not exist
-	// in g.OrgID it returns ErrUserNotFound, else if the resource does not, ErrResourceNotFound.
-	SetGrant(ctx context.Context, g Grant) (*Grant, error)
 	// ResourceGrants returns the grants of the organization's resource, ordered by UserID.
 	ResourceGrants(ctx context.Context, orgID, resourceID string) ([]Grant, error)
 
@@ -93,7 +87,12 @@ type Facts struct {
 // UserFactsOf builds Facts with the store's methods of each part (GetUser, UserGrants,
 // UserGroups, GroupGrants), each read on its own: for a store with no way to read them at one
 // moment, and as the reference UserFacts is tested against.
-func UserFactsOf(ctx context.Context, st Store, orgID, userID string) (Facts, error) {
+func UserFactsOf(ctx context.Context, st interface {
+	GetUser(ctx context.Context, orgID, id string) (User, error)
+	UserGrants(ctx context.Context, orgID, userID string) ([]Grant, error)
+	UserGroups(ctx context.Context, orgID, userID string) ([]Group, error)
+	GroupGrants(ctx context.Context, orgID string, groupIDs []string) ([]GroupGrant, error)
+}, orgID, userID string) (Facts, error) {
 	u, err := st.GetUser(ctx, orgID, userID)
 	switch {
 	case errors.Is(err, ErrNotFound):

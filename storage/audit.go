@@ -64,16 +64,3 @@ func RequestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(RequestIDKey).(string)
 	return id
 }
-
-// ChangeReporter gives the audit trail what it needs to record only real changes, each in
-// the organization it belongs to. Grant and Revoke are idempotent, so the audit trail cannot
-// tell from their answer whether anything changed; these variants say so, decided in the
-// same atomic step as the change, so that two racing callers never both report it.
-type ChangeReporter interface {
-	// GetAPIKey returns the key with this id, or ErrNotFound.
-	GetAPIKey(ctx context.Context, id string) (APIKey, error)
-	// GrantChanged is Grant, and reports whether the grant was new.
-	GrantChanged(ctx context.Context, g Grant) (bool, error)
-	// RevokeChanged is Revoke, and reports whether a grant was removed.
-	RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error)
-}

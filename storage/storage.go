@@ -53,7 +53,6 @@ type Store interface {
 	UserStore
 	GrantStore
 	SecretStore
-	ChangeReporter
 	EventStore
 	DecisionStore
 	SCIMStore
@@ -86,6 +85,8 @@ type OrgStore interface {
 	// revoked for good (ErrRevoked), so that no restart or replica can store it again. It
 	// returns ErrNotFound if no key has this id.
 	DeleteAPIKey(ctx context.Context, id string) error
+	// GetAPIKey returns the key with this id, or ErrNotFound.
+	GetAPIKey(ctx context.Context, id string) (APIKey, error)
 	// CountAPIKeys returns how many keys exist across all organizations.
 	CountAPIKeys(ctx context.Context) (int, error)
 }
@@ -157,21 +158,51 @@ type UserStore interface {
 	ListUsers(ctx context.Context, orgID string) ([]User, error)
 }
 
-// GrantStore keeps which user may use which resource.
+// GrantStore keeps which user may use which resource. Its writes are the two primitives every
+// store implements and every decorator wraps; AddGrant, GrantChanged and Revoke are built on
+// them, once, for every store.
 type GrantStore interface {
-	// Grant records that g.UserID may use g.ResourceID until g.ExpiresAt (zero: for good).
-	// Granting again keeps the first CreatedAt and replaces ExpiresAt with g.ExpiresAt. It
-	// returns ErrUserNotFound or ErrResourceNotFound, as SetGrant does.
-	Grant(ctx context.Context, g Grant) error
-	// Revoke removes the grant if there is one; revoking what is not granted is not an error.
-	// It returns ErrUserNotFound if the user does not exist in the organization.
-	Revoke(ctx context.Context, orgID, userID, resourceID string) error
+	// SetGrant records that g.UserID may use g.ResourceID until g.ExpiresAt (zero: for good).
+	// Granting what is granted keeps its CreatedAt and replaces its ExpiresAt with
+	// g.ExpiresAt. It returns the grant as it was before, or nil when the grant is new, decided
+	// in the same atomic step as the change, so that two racing callers never both see it new
+	// and the audit trail can tell a new grant from a new expiry. If the user does not exist in
+	// g.OrgID it returns ErrUserNotFound, else if the resource does not, ErrResourceNotFound.
+	SetGrant(ctx context.Context, g Grant) (*Grant, error)
+	// RevokeGrant removes the grant if there is one, and reports whether there was, decided as
+	// SetGrant decides. Revoking what is not granted is not an error. It returns
+	// ErrUserNotFound if the user does not exist in the organization.
+	RevokeGrant(ctx context.Context, orgID, userID, resourceID string) (bool, error)
 	// UserGrants returns the user's grants, ordered by CreatedAt then ResourceID. A user with
 	// no grants, or no such user, yields an empty list.
 	UserGrants(ctx context.Context, orgID, userID string) ([]Grant, error)
 	// ListGrants returns every grant of the organization, ordered by UserID, then CreatedAt,
 	// then ResourceID.
 	ListGrants(ctx context.Context, orgID string) ([]Grant, error)
+}
+
+// GrantWriter is the part of a GrantStore that AddGrant, GrantChanged and Revoke need.
+type GrantWriter interface {
+	SetGrant(ctx context.Context, g Grant) (*Grant, error)
+	RevokeGrant(ctx context.Context, orgID, userID, resourceID string) (bool, error)
+}
+
+// AddGrant is SetGrant for a caller that does not need the grant as it was.
+func AddGrant(ctx context.Context, st GrantWriter, g Grant) error {
+	_, err := st.SetGrant(ctx, g)
+	return err
+}
+
+// GrantChanged is SetGrant, and reports whether the grant was new.
+func GrantChanged(ctx context.Context, st GrantWriter, g Grant) (bool, error) {
+	prev, err := st.SetGrant(ctx, g)
+	return err == nil && prev == nil, err
+}
+
+// Revoke is RevokeGrant for a caller that does not need to know whether a grant was removed.
+func Revoke(ctx context.Context, st GrantWriter, orgID, userID, resourceID string) error {
+	_, err := st.RevokeGrant(ctx, orgID, userID, resourceID)
+	return err
 }
 
 // Org is an organization: a tenant. Its ID is the spec's baseUser_id.

@@ -31,8 +31,8 @@ func TestGrantCleanup(t *testing.T) {
 	for _, id := range []string{"00000000-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"} {
 		must(store.CreateResource(ctx, storage.Resource{OrgID: "org", ID: id, Kind: storage.KindModel, Source: storage.SourceCustom, Name: id, CreatedAt: start}))
 	}
-	must(store.Grant(ctx, storage.Grant{OrgID: "org", UserID: "ada", ResourceID: "00000000-0000-4000-8000-000000000001", CreatedAt: start, ExpiresAt: start.Add(time.Hour)}))
-	must(store.Grant(ctx, storage.Grant{OrgID: "org", UserID: "ada", ResourceID: "00000000-0000-4000-8000-000000000002", CreatedAt: start}))
+	must(storage.AddGrant(ctx, store, storage.Grant{OrgID: "org", UserID: "ada", ResourceID: "00000000-0000-4000-8000-000000000001", CreatedAt: start, ExpiresAt: start.Add(time.Hour)}))
+	must(storage.AddGrant(ctx, store, storage.Grant{OrgID: "org", UserID: "ada", ResourceID: "00000000-0000-4000-8000-000000000002", CreatedAt: start}))
 
 	// The loop's clock reads now, counting its reads, so that the test knows a turn happened.
 	var now atomic.Int64

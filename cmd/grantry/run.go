@@ -264,7 +264,7 @@ func readIn(ctx context.Context, eng *authz.Engine, log *slog.Logger, cs *closer
 		start := time.Now()
 		read, err := eng.ReadIn(ctx)
 		switch {
-		case ctx.Err() != nil, errors.Is(err, errors.ErrUnsupported):
+		case ctx.Err() != nil:
 		case err != nil:
 			log.Warn("users and groups not read into memory; questions read them from the store as they come", "error", err)
 		default:

@@ -34,12 +34,12 @@ type slowStore struct {
 	release chan struct{}
 }
 
-func (s *slowStore) Grant(ctx context.Context, g storage.Grant) error {
+func (s *slowStore) SetGrant(ctx context.Context, g storage.Grant) (*storage.Grant, error) {
 	if s.slow.Load() {
 		s.entered <- struct{}{}
 		<-s.release
 	}
-	return s.Store.Grant(ctx, g)
+	return s.Store.SetGrant(ctx, g)
 }
 
 // served is a server run by serveUntilDone on a free port, as serve runs it.

@@ -57,7 +57,7 @@ func TestAccessChanges(t *testing.T) {
 			Before: map[string]any{"user_id": "ada", "svc_id": res, "created_at": created},
 			After:  map[string]any{"user_id": "ada", "svc_id": res, "created_at": created, "expires_at": soon}}}},
 		{"Grant records a new expiry too", func(ctx context.Context, s *audit.Store) error {
-			return s.Grant(ctx, grant("ada", in(2*time.Hour)))
+			return storage.AddGrant(ctx, s, grant("ada", in(2*time.Hour)))
 		}, []brief{{Action: "grant.updated", TargetKind: "user", TargetID: "ada", UserID: "ada", SvcID: res, Actor: actor, RequestID: "req-1",
 			Before: map[string]any{"user_id": "ada", "svc_id": res, "created_at": created},
 			After:  map[string]any{"user_id": "ada", "svc_id": res, "created_at": created, "expires_at": later}}}},
@@ -151,13 +151,13 @@ func TestGrantEventsAtomicOrAfter(t *testing.T) {
 		name   string
 		change func(ctx context.Context, s *audit.Store) error
 	}{
-		{"grant", func(ctx context.Context, s *audit.Store) error { return s.Grant(ctx, grant) }},
-		{"grant again", func(ctx context.Context, s *audit.Store) error { return s.Grant(ctx, grant) }},
+		{"grant", func(ctx context.Context, s *audit.Store) error { return storage.AddGrant(ctx, s, grant) }},
+		{"grant again", func(ctx context.Context, s *audit.Store) error { return storage.AddGrant(ctx, s, grant) }},
 		{"set expiry", func(ctx context.Context, s *audit.Store) error { _, err := s.SetGrant(ctx, later); return err }},
-		{"revoke", func(ctx context.Context, s *audit.Store) error { return s.Revoke(ctx, org, "bob", res) }},
-		{"revoke again", func(ctx context.Context, s *audit.Store) error { return s.Revoke(ctx, org, "bob", res) }},
+		{"revoke", func(ctx context.Context, s *audit.Store) error { return storage.Revoke(ctx, s, org, "bob", res) }},
+		{"revoke again", func(ctx context.Context, s *audit.Store) error { return storage.Revoke(ctx, s, org, "bob", res) }},
 		{"grant to unknown user", func(ctx context.Context, s *audit.Store) error {
-			return s.Grant(ctx, storage.Grant{OrgID: org, UserID: "zed", ResourceID: res, CreatedAt: now})
+			return storage.AddGrant(ctx, s, storage.Grant{OrgID: org, UserID: "zed", ResourceID: res, CreatedAt: now})
 		}},
 	}
 	// trail makes the steps and returns, for each, whether it failed and the events it added.

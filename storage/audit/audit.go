@@ -282,27 +282,9 @@ func userEvents(orgID string, before, after []storage.User) []storage.Event {
 	return events
 }
 
-// Grant grants the resource and records grant.created if the grant is new.
-func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
-	_, err := s.GrantChanged(ctx, g)
-	return err
-}
-
-// GrantChanged is Grant, and reports whether the grant was new. It records what SetGrant
-// records, since granting again may change the grant's expiry (access.go).
-func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
-	prev, err := s.SetGrant(ctx, g)
-	return err == nil && prev == nil, err
-}
-
-// Revoke revokes the grant and records grant.revoked if there was one.
-func (s *Store) Revoke(ctx context.Context, orgID, userID, resourceID string) error {
-	_, err := s.RevokeChanged(ctx, orgID, userID, resourceID)
-	return err
-}
-
-// RevokeChanged is Revoke, and reports whether a grant was removed.
-func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
+// RevokeGrant revokes the grant and records grant.revoked if there was one. (SetGrant, which
+// records a grant and a new expiry, is in access.go.)
+func (s *Store) RevokeGrant(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
 	events := func(removed bool) []storage.Event {
 		if !removed {
 			return nil
@@ -317,7 +299,7 @@ func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID str
 			return s.stamp(ctx, events(removed))
 		})
 	}
-	removed, err := s.Store.RevokeChanged(ctx, orgID, userID, resourceID)
+	removed, err := s.Store.RevokeGrant(ctx, orgID, userID, resourceID)
 	if err != nil || !removed {
 		return removed, err
 	}

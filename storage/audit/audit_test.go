@@ -51,7 +51,7 @@ func seededOn(tb testing.TB, inner storage.Store) (*audit.Store, int) {
 	must(tb, s.CreateAuthIntegration(ctx, storage.AuthIntegration{OrgID: org, ID: "int-1", Name: "hr", Type: "import", CreatedAt: now}))
 	_, err := s.ImportUsers(ctx, org, "int-1", []storage.UserImport{{ID: "ada", Email: "ada@example.com", First: "Ada"}, {ID: "bob", Email: "bob@example.com"}}, now)
 	must(tb, err)
-	must(tb, s.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: res, CreatedAt: now}))
+	must(tb, storage.AddGrant(ctx, s, storage.Grant{OrgID: org, UserID: "ada", ResourceID: res, CreatedAt: now}))
 	return s, len(events(tb, s))
 }
 
@@ -151,11 +151,11 @@ func TestEveryKindOfChange(t *testing.T) {
 					"auth_integration_id": "int-1", "auth_integration_name": "hr", "imported_at": "2026-11-22T09:30:00.123Z", "modified_at": "2026-11-22T09:30:01.123Z"}},
 		}},
 		{"granted", func(ctx context.Context, s *audit.Store) error {
-			return s.Grant(ctx, storage.Grant{OrgID: org, UserID: "bob", ResourceID: res, CreatedAt: now})
+			return storage.AddGrant(ctx, s, storage.Grant{OrgID: org, UserID: "bob", ResourceID: res, CreatedAt: now})
 		}, []brief{{Action: "grant.created", TargetKind: "user", TargetID: "bob", UserID: "bob", SvcID: res, Actor: actor, RequestID: "req-1",
 			After: map[string]any{"user_id": "bob", "svc_id": res, "created_at": "2026-11-22T09:30:00.123Z"}}}},
 		{"revoked", func(ctx context.Context, s *audit.Store) error {
-			return s.Revoke(ctx, org, "ada", res)
+			return storage.Revoke(ctx, s, org, "ada", res)
 		}, []brief{{Action: "grant.revoked", TargetKind: "user", TargetID: "ada", UserID: "ada", SvcID: res, Actor: actor, RequestID: "req-1",
 			Before: map[string]any{"user_id": "ada", "svc_id": res}}}},
 		{"api key revoked", func(ctx context.Context, s *audit.Store) error {
@@ -169,10 +169,10 @@ func TestEveryKindOfChange(t *testing.T) {
 		}},
 		// Changes that change nothing record nothing.
 		{"granted again", func(ctx context.Context, s *audit.Store) error {
-			return s.Grant(ctx, storage.Grant{OrgID: org, UserID: "ada", ResourceID: res, CreatedAt: now})
+			return storage.AddGrant(ctx, s, storage.Grant{OrgID: org, UserID: "ada", ResourceID: res, CreatedAt: now})
 		}, nil},
 		{"revoked what is not granted", func(ctx context.Context, s *audit.Store) error {
-			return s.Revoke(ctx, org, "bob", res)
+			return storage.Revoke(ctx, s, org, "bob", res)
 		}, nil},
 		{"imported unchanged", func(ctx context.Context, s *audit.Store) error {
 			_, err := s.ImportUsers(ctx, org, "int-1", []storage.UserImport{{Email: "bob@example.com"}}, now.Add(time.Second))
@@ -254,9 +254,9 @@ func TestFailedChangesRecordNothing(t *testing.T) {
 			return s.DeleteResource(ctx, org, "00000000-0000-4000-8000-000000000404")
 		}},
 		{"grant to unknown user", func(ctx context.Context, s *audit.Store) error {
-			return s.Grant(ctx, storage.Grant{OrgID: org, UserID: "zed", ResourceID: res, CreatedAt: now})
+			return storage.AddGrant(ctx, s, storage.Grant{OrgID: org, UserID: "zed", ResourceID: res, CreatedAt: now})
 		}},
-		{"revoke from unknown user", func(ctx context.Context, s *audit.Store) error { return s.Revoke(ctx, org, "zed", res) }},
+		{"revoke from unknown user", func(ctx context.Context, s *audit.Store) error { return storage.Revoke(ctx, s, org, "zed", res) }},
 		{"import into unknown integration", func(ctx context.Context, s *audit.Store) error {
 			_, err := s.ImportUsers(ctx, org, "int-404", []storage.UserImport{{Email: "x@example.com"}}, now)
 			return err

@@ -51,11 +51,11 @@ func BenchmarkGrantRevokeParallel(b *testing.B) {
 			u := i % users
 			g := storage.Grant{OrgID: org, UserID: fmt.Sprintf("u-%d", u),
 				ResourceID: resourceID((u + held + i/users%(resources-held)) % resources), CreatedAt: now}
-			if err := s.Grant(ctx, g); err != nil {
+			if err := storage.AddGrant(ctx, s, g); err != nil {
 				b.Error(err)
 				return
 			}
-			if err := s.Revoke(ctx, g.OrgID, g.UserID, g.ResourceID); err != nil {
+			if err := storage.Revoke(ctx, s, g.OrgID, g.UserID, g.ResourceID); err != nil {
 				b.Error(err)
 				return
 			}

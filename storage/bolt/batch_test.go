@@ -52,7 +52,7 @@ func TestBatchFailureFailsOnlyItsCall(t *testing.T) {
 			if i%2 == 1 {
 				user = fmt.Sprintf("ghost-%d", i/2)
 			}
-			errs[i] = s.Grant(ctx, storage.Grant{OrgID: "org-1", UserID: user, ResourceID: testResource, CreatedAt: time.Now()})
+			errs[i] = storage.AddGrant(ctx, s, storage.Grant{OrgID: "org-1", UserID: user, ResourceID: testResource, CreatedAt: time.Now()})
 		})
 	}
 	wg.Wait()
@@ -112,7 +112,7 @@ func TestRecordedChangeCommitsWithItsEvents(t *testing.T) {
 				ctx := t.Context()
 				s := withUsers(t, 1)
 				if tt.granted {
-					if err := s.Grant(ctx, grant); err != nil {
+					if err := storage.AddGrant(ctx, s, grant); err != nil {
 						t.Fatal(err)
 					}
 				}

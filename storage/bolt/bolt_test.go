@@ -214,7 +214,7 @@ func BenchmarkGrantParallel(b *testing.B) {
 				OrgID: "org-1", UserID: fmt.Sprintf("u-%d", i%users),
 				ResourceID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i/users), CreatedAt: now,
 			}
-			if err := s.Grant(ctx, g); err != nil {
+			if err := storage.AddGrant(ctx, s, g); err != nil {
 				b.Error(err)
 				return
 			}

@@ -61,32 +61,13 @@ func (r grantRecord) grant() storage.Grant {
 		ExpiresAt: expiryTime(r.ExpiresAt)}
 }
 
-// Grant records that g.UserID may use g.ResourceID. Granting again changes nothing. It returns
-// storage.ErrNotFound if the user or the resource does not exist in g.OrgID.
-func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
-	_, err := s.GrantChanged(ctx, g)
-	return err
-}
-
-// GrantChanged is Grant, and reports whether the grant was new.
-func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
-	prev, err := s.SetGrant(ctx, g)
-	return err == nil && prev == nil, err
-}
-
-// Revoke removes the grant if there is one. It returns storage.ErrNotFound if the user does not
-// exist in the organization.
-func (s *Store) Revoke(ctx context.Context, orgID, userID, resourceID string) error {
-	_, err := s.RevokeChanged(ctx, orgID, userID, resourceID)
-	return err
-}
-
-// RevokeChanged is Revoke, and reports whether a grant was removed.
-func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
+// RevokeGrant removes the grant if there is one, and reports whether there was. It returns
+// storage.ErrUserNotFound if the user does not exist in the organization.
+func (s *Store) RevokeGrant(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
 	return s.RevokeRecorded(ctx, orgID, userID, resourceID, nil)
 }
 
-// RevokeRecorded is RevokeChanged, and journals with the change the events that record makes
+// RevokeRecorded is RevokeGrant, and journals with the change the events that record makes
 // of whether a grant was removed, as SetGrantRecorded does.
 func (s *Store) RevokeRecorded(ctx context.Context, orgID, userID, resourceID string, record func(removed bool) []storage.Event) (bool, error) {
 	var removed bool

@@ -34,7 +34,7 @@ func TestGrantValues(t *testing.T) {
 	_, err = s.ImportUsers(ctx, org, "int-1", []storage.UserImport{{ID: "new", Email: "new@x"}, {ID: "old", Email: "old@x"}}, at)
 	must(err)
 	must(s.CreateResource(ctx, storage.Resource{OrgID: org, ID: resource, Kind: storage.KindModel, Source: storage.SourceCustom, Name: "m", CreatedAt: at}))
-	must(s.Grant(ctx, storage.Grant{OrgID: org, UserID: "new", ResourceID: resource, CreatedAt: at}))
+	must(storage.AddGrant(ctx, s, storage.Grant{OrgID: org, UserID: "new", ResourceID: resource, CreatedAt: at}))
 	// What versions before this one wrote, through a loader or Grant: the ids in the value.
 	old := `{"org_id":"org-1","user_id":"old","resource_id":"` + resource + `","created_at":1767225600000,"expires_at":1893456000000}`
 	must(s.db.Update(func(tx *bbolt.Tx) error {
@@ -86,10 +86,10 @@ func TestGrantValues(t *testing.T) {
 		return nil
 	}))
 
-	removed, err := s.RevokeChanged(ctx, org, "old", resource)
+	removed, err := s.RevokeGrant(ctx, org, "old", resource)
 	must(err)
 	if !removed {
-		t.Error("RevokeChanged of the old grant: removed = false")
+		t.Error("RevokeGrant of the old grant: removed = false")
 	}
 	if mine, err = s.UserGrants(ctx, org, "old"); err != nil || len(mine) != 0 {
 		t.Errorf("UserGrants after the revoke = %+v, %v; want none", mine, err)

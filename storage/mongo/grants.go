@@ -40,32 +40,10 @@ func (d grantDoc) record() storage.Grant {
 	}
 }
 
-// Grant records that g.UserID may use g.ResourceID, after checking both exist in g.OrgID. A
-// duplicate key means the grant is already there, which keeps its first CreatedAt. A resource
-// deleted between the check and the insert leaves no grant behind: DeleteResource clears its
-// grants again after removing it.
-func (s *Store) Grant(ctx context.Context, g storage.Grant) error {
-	_, err := s.GrantChanged(ctx, g)
-	return err
-}
-
-// GrantChanged is Grant, and reports whether the grant was new: whether the insert, rather
-// than the primary key, won (SetGrant, access.go).
-func (s *Store) GrantChanged(ctx context.Context, g storage.Grant) (bool, error) {
-	prev, err := s.SetGrant(ctx, g)
-	return err == nil && prev == nil, err
-}
-
-// Revoke removes the grant if there is one. It returns ErrNotFound if the user does not exist in
-// the organization.
-func (s *Store) Revoke(ctx context.Context, orgID, userID, resourceID string) error {
-	_, err := s.RevokeChanged(ctx, orgID, userID, resourceID)
-	return err
-}
-
-// RevokeChanged is Revoke, and reports whether a grant was removed: whether this delete, of
-// any racing ones, removed the document.
-func (s *Store) RevokeChanged(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
+// RevokeGrant removes the grant if there is one, and reports whether there was: whether this
+// delete, of any racing ones, removed the document. It returns ErrUserNotFound if the user does
+// not exist in the organization.
+func (s *Store) RevokeGrant(ctx context.Context, orgID, userID, resourceID string) (bool, error) {
 	if err := s.userExists(ctx, orgID, userID); err != nil {
 		return false, fmt.Errorf("revoke %s from %s: %w", resourceID, userID, err)
 	}

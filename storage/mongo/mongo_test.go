@@ -217,7 +217,7 @@ func TestRawDocuments(t *testing.T) {
 	if _, err := s.ImportUsers(ctx, "org-1", "int-1", []storage.UserImport{{ID: "u-1", Email: "A@example.com"}}, now); err != nil {
 		t.Fatal(err)
 	}
-	must(t, s.Grant(ctx, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: "res-1", CreatedAt: now}))
+	must(t, storage.AddGrant(ctx, s, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: "res-1", CreatedAt: now}))
 
 	secretDocs := 0
 	for _, col := range []string{colOrgs, colAPIKeys, colResources, colAuthIntegrations, colUsers, colGrants} {
@@ -305,7 +305,7 @@ func TestConcurrentWrites(t *testing.T) {
 	errs := make(chan error, 2*n)
 	for i := range n {
 		wg.Go(func() {
-			errs <- s.Grant(ctx, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: "res-1", CreatedAt: now.Add(time.Duration(i) * time.Second)})
+			errs <- storage.AddGrant(ctx, s, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: "res-1", CreatedAt: now.Add(time.Duration(i) * time.Second)})
 		})
 		wg.Go(func() {
 			_, err := s.ImportUsers(ctx, "org-1", "int-1", []storage.UserImport{{Email: "New@example.com", First: fmt.Sprint(i)}}, now)

@@ -387,9 +387,9 @@ func testGrantExpiry(t *testing.T, open opener) {
 		g.ExpiresAt = next.ExpiresAt
 		checkGrants(t, s, "org-1", map[string][]storage.Grant{"u-2": {g}}, []storage.Grant{other, g})
 	}
-	// Grant, with the ChangeReporter's answer, sets the expiry too.
+	// GrantChanged sets the expiry too.
 	g.ExpiresAt = at(60)
-	changed, err := s.GrantChanged(ctx, g)
+	changed, err := storage.GrantChanged(ctx, s, g)
 	noErr(t, "GrantChanged(new expiry)", err)
 	if changed {
 		t.Error("GrantChanged(new expiry of a grant) = true, want false: the grant is not new")
@@ -440,7 +440,7 @@ func testDeleteExpiredGrants(t *testing.T, open opener) {
 	extended = set("u-2", 1, 40)
 	// Revoked, then granted for good: no expiry left to honour.
 	set("u-3", 1, 10)
-	noErr(t, "Revoke", s.Revoke(ctx, "org-1", "u-3", rid(1)))
+	noErr(t, "Revoke", storage.Revoke(ctx, s, "org-1", "u-3", rid(1)))
 	regranted := grant(t, s, "org-1", "u-3", rid(1), at(2))
 
 	sweep := func(sec int, wantUsers []storage.Grant, wantGroups []storage.GroupGrant) {

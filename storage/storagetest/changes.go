@@ -9,8 +9,8 @@ import (
 	"github.com/grantry/grantry/storage"
 )
 
-// testChanges checks the ChangeReporter methods the audit trail relies on: a change that
-// changed nothing must say so, so that the trail never records it.
+// testChanges checks what the audit trail relies on: GetAPIKey, and that a grant or a revoke
+// that changed nothing says so, so that the trail never records it.
 func testChanges(t *testing.T, open opener) {
 	t.Run("GetAPIKey", func(t *testing.T) {
 		s := open(t)
@@ -37,17 +37,17 @@ func testChanges(t *testing.T, open opener) {
 			do   func() (bool, error)
 			want bool
 		}{
-			{"grant", func() (bool, error) { return s.GrantChanged(ctx, g) }, true},
-			{"grant again", func() (bool, error) { return s.GrantChanged(ctx, g) }, false},
+			{"grant", func() (bool, error) { return storage.GrantChanged(ctx, s, g) }, true},
+			{"grant again", func() (bool, error) { return storage.GrantChanged(ctx, s, g) }, false},
 			{"grant in the other org", func() (bool, error) {
-				return s.GrantChanged(ctx, storage.Grant{OrgID: "org-2", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
+				return storage.GrantChanged(ctx, s, storage.Grant{OrgID: "org-2", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
 			}, true},
-			{"revoke", func() (bool, error) { return s.RevokeChanged(ctx, "org-1", "u-1", rid(1)) }, true},
-			{"revoke again", func() (bool, error) { return s.RevokeChanged(ctx, "org-1", "u-1", rid(1)) }, false},
-			{"revoke never granted", func() (bool, error) { return s.RevokeChanged(ctx, "org-1", "u-2", rid(2)) }, false},
-			{"revoke unknown resource", func() (bool, error) { return s.RevokeChanged(ctx, "org-1", "u-1", rid(8)) }, false},
-			{"revoke from the other org's user of the same id", func() (bool, error) { return s.RevokeChanged(ctx, "org-1", "u-1", rid(9)) }, false},
-			{"grant once more", func() (bool, error) { return s.GrantChanged(ctx, g) }, true},
+			{"revoke", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-1", rid(1)) }, true},
+			{"revoke again", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-1", rid(1)) }, false},
+			{"revoke never granted", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-2", rid(2)) }, false},
+			{"revoke unknown resource", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-1", rid(8)) }, false},
+			{"revoke from the other org's user of the same id", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-1", rid(9)) }, false},
+			{"grant once more", func() (bool, error) { return storage.GrantChanged(ctx, s, g) }, true},
 		}
 		for _, st := range steps {
 			got, err := st.do()
@@ -59,12 +59,12 @@ func testChanges(t *testing.T, open opener) {
 		checkGrants(t, s, "org-2", map[string][]storage.Grant{"u-1": {{OrgID: "org-2", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)}}},
 			[]storage.Grant{{OrgID: "org-2", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)}})
 
-		_, err := s.GrantChanged(ctx, storage.Grant{OrgID: "org-1", UserID: "u-8", ResourceID: rid(1), CreatedAt: at(1)})
+		_, err := storage.GrantChanged(ctx, s, storage.Grant{OrgID: "org-1", UserID: "u-8", ResourceID: rid(1), CreatedAt: at(1)})
 		wantErr(t, "GrantChanged(unknown user)", err, storage.ErrNotFound)
-		_, err = s.GrantChanged(ctx, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
+		_, err = storage.GrantChanged(ctx, s, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
 		wantErr(t, "GrantChanged(resource of another org)", err, storage.ErrNotFound)
-		_, err = s.RevokeChanged(ctx, "org-1", "u-9", rid(1))
-		wantErr(t, "RevokeChanged(user of another org)", err, storage.ErrNotFound)
+		_, err = s.RevokeGrant(ctx, "org-1", "u-9", rid(1))
+		wantErr(t, "RevokeGrant(user of another org)", err, storage.ErrNotFound)
 	})
 
 	// Racing callers doing the same thing: exactly one of them changed something.
@@ -77,8 +77,8 @@ func testChanges(t *testing.T, open opener) {
 			name string
 			do   func() (bool, error)
 		}{
-			{"GrantChanged", func() (bool, error) { return s.GrantChanged(t.Context(), g) }},
-			{"RevokeChanged", func() (bool, error) { return s.RevokeChanged(t.Context(), "org-1", "u-1", rid(1)) }},
+			{"GrantChanged", func() (bool, error) { return storage.GrantChanged(t.Context(), s, g) }},
+			{"RevokeGrant", func() (bool, error) { return s.RevokeGrant(t.Context(), "org-1", "u-1", rid(1)) }},
 		} {
 			var changed atomic.Int32
 			var wg sync.WaitGroup

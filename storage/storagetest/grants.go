@@ -73,7 +73,7 @@ func testGrants(t *testing.T, open opener) {
 			t.Run(tt.name, func(t *testing.T) {
 				s := open(t)
 				withGrantees(t, s)
-				err := s.Grant(t.Context(), storage.Grant{OrgID: tt.org, UserID: tt.user, ResourceID: tt.resource, CreatedAt: at(1)})
+				err := storage.AddGrant(t.Context(), s, storage.Grant{OrgID: tt.org, UserID: tt.user, ResourceID: tt.resource, CreatedAt: at(1)})
 				wantErr(t, "Grant", err, tt.want)
 				wantErr(t, "Grant", err, storage.ErrNotFound)
 				checkGrants(t, s, "org-1", map[string][]storage.Grant{tt.user: nil}, nil)
@@ -90,16 +90,16 @@ func testGrants(t *testing.T, open opener) {
 		g3 := grant(t, s, "org-1", "u-2", rid(1), at(1))
 		theirs := grant(t, s, "org-2", "u-1", rid(9), at(1))
 
-		noErr(t, "Revoke", s.Revoke(t.Context(), "org-1", "u-1", rid(1)))
+		noErr(t, "Revoke", storage.Revoke(t.Context(), s, "org-1", "u-1", rid(1)))
 		want := map[string][]storage.Grant{"u-1": {g2}, "u-2": {g3}}
 		checkGrants(t, s, "org-1", want, []storage.Grant{g2, g3})
 
-		noErr(t, "Revoke again", s.Revoke(t.Context(), "org-1", "u-1", rid(1)))
-		noErr(t, "Revoke(unknown resource)", s.Revoke(t.Context(), "org-1", "u-1", rid(8)))
-		wantErr(t, "Revoke(unknown user)", s.Revoke(t.Context(), "org-1", "u-8", rid(2)), storage.ErrUserNotFound)
-		wantErr(t, "Revoke(user of another org)", s.Revoke(t.Context(), "org-1", "u-9", rid(9)), storage.ErrUserNotFound)
+		noErr(t, "Revoke again", storage.Revoke(t.Context(), s, "org-1", "u-1", rid(1)))
+		noErr(t, "Revoke(unknown resource)", storage.Revoke(t.Context(), s, "org-1", "u-1", rid(8)))
+		wantErr(t, "Revoke(unknown user)", storage.Revoke(t.Context(), s, "org-1", "u-8", rid(2)), storage.ErrUserNotFound)
+		wantErr(t, "Revoke(user of another org)", storage.Revoke(t.Context(), s, "org-1", "u-9", rid(9)), storage.ErrUserNotFound)
 		// org-2 has a u-1 too, but revoking there must not touch org-1's u-1.
-		noErr(t, "Revoke in the other org", s.Revoke(t.Context(), "org-2", "u-1", rid(2)))
+		noErr(t, "Revoke in the other org", storage.Revoke(t.Context(), s, "org-2", "u-1", rid(2)))
 		checkGrants(t, s, "org-1", want, []storage.Grant{g2, g3})
 		checkGrants(t, s, "org-2", map[string][]storage.Grant{"u-1": {theirs}}, []storage.Grant{theirs})
 
@@ -174,14 +174,14 @@ func testGrants(t *testing.T, open opener) {
 				ctx := t.Context()
 				<-start
 				u, r := granted(w)
-				if err := s.Grant(ctx, storage.Grant{OrgID: "org-1", UserID: u, ResourceID: r, CreatedAt: at(2)}); err != nil {
+				if err := storage.AddGrant(ctx, s, storage.Grant{OrgID: "org-1", UserID: u, ResourceID: r, CreatedAt: at(2)}); err != nil {
 					t.Errorf("Grant(%s, %s): %v", u, r, err)
 				}
 				ru, rr := revoked(w)
-				if err := s.Revoke(ctx, "org-1", ru, rr); err != nil {
+				if err := storage.Revoke(ctx, s, "org-1", ru, rr); err != nil {
 					t.Errorf("Revoke(%s, %s): %v", ru, rr, err)
 				}
-				if err := s.Grant(ctx, storage.Grant{OrgID: "org-1", UserID: u, ResourceID: r, CreatedAt: at(3)}); err != nil {
+				if err := storage.AddGrant(ctx, s, storage.Grant{OrgID: "org-1", UserID: u, ResourceID: r, CreatedAt: at(3)}); err != nil {
 					t.Errorf("Grant(%s, %s) again: %v", u, r, err)
 				}
 			})

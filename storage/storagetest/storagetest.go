@@ -167,6 +167,6 @@ func withUsers(tb testing.TB, s storage.Store, org string, now time.Time, ids ..
 func grant(tb testing.TB, s storage.Store, org, user, resource string, created time.Time) storage.Grant {
 	tb.Helper()
 	g := storage.Grant{OrgID: org, UserID: user, ResourceID: resource, CreatedAt: created}
-	noErr(tb, fmt.Sprintf("Grant(%s, %s, %s)", org, user, resource), s.Grant(tb.Context(), g))
+	noErr(tb, fmt.Sprintf("Grant(%s, %s, %s)", org, user, resource), storage.AddGrant(tb.Context(), s, g))
 	return g
 }
