@@ -103,6 +103,16 @@ type harness struct {
 	env      []string  // the environment servers start from
 	progress io.Writer // a line per run, as it finishes
 	mongo    mongoDB   // the database of the MongoDB rows
+	// replicasDB is the replicas' row's database: mongo's, or on FerretDB one of its own.
+	replicasDB mongoDB
+}
+
+// mongoFor returns the database system runs on, if it runs on MongoDB.
+func (h *harness) mongoFor(system string) mongoDB {
+	if system == systemGrantryReplicas && h.replicasDB.name != "" {
+		return h.replicasDB
+	}
+	return h.mongo
 }
 
 // harnessFlags are the flags shared by run and scale.
@@ -305,7 +315,7 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir, l
 		argv, health = []string{h.grantry, "serve"}, "/readyz"
 		env = append(env[:len(env):len(env)], "GRANTRY_ADDR="+addr, "GRANTRY_GATEWAY_USER_HEADER="+benchUserHeader,
 			"GRANTRY_EXTAUTHZ_ADDR="+grpcAddr)
-		env = append(env, grantrySettings(system, dir, h.mongo)...)
+		env = append(env, grantrySettings(system, dir, h.mongoFor(system))...)
 	default:
 		return nil, fmt.Errorf("unknown system %q", system)
 	}

@@ -132,35 +132,85 @@ func dropDatabase(ctx context.Context, uri, name string) error {
 	return nil
 }
 
-// mongoSeeding is what seeding the MongoDB rows' database took, for the report.
+// mongoSeeding is what seeding one of the MongoDB rows' databases took, for the report.
 type mongoSeeding struct {
-	p    params
-	took time.Duration
+	p       params
+	took    time.Duration
+	systems []string // the rows run on it
 }
 
-// smallMongoUsers is how many users the MongoDB rows hold on FerretDB, which reads a user's
-// grants by scanning every grant: a check of a user not in the cache then takes as long as
-// reading them all, tens of milliseconds for make bench's half a million.
+// smallMongoUsers is how many users the replicas' row holds on FerretDB, which reads a user's
+// grants by scanning every grant: each change makes the replica it reaches read its user
+// again, and with make bench's half a million grants those reads, tens of milliseconds each,
+// swamp FerretDB under the load. A MongoDB reads them through an index.
 const smallMongoUsers = 50
 
-// mongoParams is the workload of the MongoDB rows: p itself on a MongoDB, p with
-// smallMongoUsers users on FerretDB. The users kept are p's first, with the same grants.
-func mongoParams(p params, ferret bool) params {
-	if ferret {
-		p.Users = min(p.Users, smallMongoUsers)
-	}
+// replicaParams is the workload of the replicas' row on FerretDB: p with smallMongoUsers users,
+// p's first, with the same grants.
+func replicaParams(p params) params {
+	p.Users = min(p.Users, smallMongoUsers)
 	return p
 }
 
-// seedMongo writes the workload of p (or the smaller one of mongoParams) into db through the
-// store's bulk loader, and the API key of its organization to dir/api-key.
+// mongoRun is where a MongoDB row runs: its database, its work folder (with the API key) and
+// its workload.
+type mongoRun struct {
+	db  mongoDB
+	dir string
+	p   params
+}
+
+// seedMongoRows seeds the databases of the selected MongoDB rows: make bench's workload, p,
+// for both on a MongoDB; on FerretDB, p for the MongoDB row and replicaParams(p) in a database
+// of its own for the replicas' row.
+func seedMongoRows(ctx context.Context, db mongoDB, sel selection, dir string, p params, progress io.Writer) (*mongoReport, mongoRun, mongoRun, error) {
+	rep := &mongoReport{describe: db.describe(), ferret: db.ferret}
+	full := mongoRun{db: db, dir: filepath.Join(dir, "mongo"), p: p}
+	replicas := full
+	if db.ferret {
+		replicas.db.name += "_replicas"
+		replicas.dir = filepath.Join(dir, "mongo-replicas")
+		replicas.p = replicaParams(p)
+	}
+	seed := func(r mongoRun, systems ...string) error {
+		ms, err := seedMongo(ctx, r.db, r.dir, r.p, progress)
+		ms.systems = systems
+		rep.seedings = append(rep.seedings, ms)
+		return err
+	}
+	var err error
+	switch {
+	case !db.ferret:
+		var systems []string
+		for _, row := range []string{rowMongo, rowReplicas} {
+			if sel[row] {
+				systems = append(systems, row)
+			}
+		}
+		err = seed(full, systems...)
+	default:
+		if sel[rowMongo] {
+			err = seed(full, rowMongo)
+		}
+		if sel[rowReplicas] && err == nil {
+			err = seed(replicas, rowReplicas)
+		}
+	}
+	if err != nil {
+		return nil, mongoRun{}, mongoRun{}, err
+	}
+	return rep, full, replicas, nil
+}
+
+// seedMongo writes the workload of p into db through the store's bulk loader, and the API key
+// of its organization to dir/api-key.
 func seedMongo(ctx context.Context, db mongoDB, dir string, p params, progress io.Writer) (ms mongoSeeding, err error) {
 	s, err := mongo.Open(ctx, db.uri, db.name)
 	if err != nil {
 		return mongoSeeding{}, fmt.Errorf("seed MongoDB: %w", err)
 	}
 	defer func() { err = errors.Join(err, s.Close(context.WithoutCancel(ctx))) }()
-	ms = mongoSeeding{p: mongoParams(p, db.ferret)}
+	ms = mongoSeeding{p: p}
 	fmt.Fprintf(progress, "seeding MongoDB with %d users × %d grants over %d resources\n", ms.p.Users, ms.p.Grants, ms.p.Resources)
 	start := time.Now()
 	w, err := newWorkload(ms.p)

@@ -6,11 +6,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/grantry/grantry/storage"
 	"github.com/grantry/grantry/storage/mongo"
 )
 
@@ -118,8 +122,8 @@ func TestMongoRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ms.p != mongoParams(p, true) {
-		t.Errorf("seeded %+v, want %+v", ms.p, mongoParams(p, true))
+	if ms.p != p {
+		t.Errorf("seeded %+v, want %+v", ms.p, p)
 	}
 	key, err := os.ReadFile(dir + "/" + keyFile)
 	if err != nil {
@@ -161,5 +165,70 @@ func TestMongoRows(t *testing.T) {
 	pr.probe(t.Context(), &v)
 	if len(v.times) != 2 || v.notVisible != 0 || v.errors != 0 {
 		t.Errorf("visibility %+v; want a grant and a revoke seen on B", v)
+	}
+}
+
+// TestSeedMongoRows: on FerretDB the MongoDB row gets make bench's workload and the replicas'
+// row its first users in a database of its own; each row's database holds its workload's
+// users, and its folder the organization's API key.
+func TestSeedMongoRows(t *testing.T) {
+	p := params{Seed: 3, Users: smallMongoUsers + 10, Resources: 10, Grants: 2, Checks: 100}
+	tests := []struct {
+		rows      string
+		want      [][]string // each seeding's systems
+		wantUsers []int
+	}{
+		{rowMongo, [][]string{{rowMongo}}, []int{p.Users}},
+		{rowReplicas, [][]string{{rowReplicas}}, []int{smallMongoUsers}},
+		{rowMongo + "," + rowReplicas, [][]string{{rowMongo}, {rowReplicas}}, []int{p.Users, smallMongoUsers}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.rows, func(t *testing.T) {
+			dir := t.TempDir()
+			db, err := startFerretDB(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.close(context.Background())
+			sel, err := parseSystems(tc.rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, mongoRow, replicasRow, err := seedMongoRows(t.Context(), db, sel, dir, p, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var systems [][]string
+			var users []int
+			for _, ms := range rep.seedings {
+				systems, users = append(systems, ms.systems), append(users, ms.p.Users)
+			}
+			if !reflect.DeepEqual(systems, tc.want) || !slices.Equal(users, tc.wantUsers) {
+				t.Errorf("seeded %v with %v users, want %v with %v", systems, users, tc.want, tc.wantUsers)
+			}
+			if mongoRow.db.name == replicasRow.db.name || mongoRow.dir == replicasRow.dir || replicasRow.p != replicaParams(p) {
+				t.Errorf("the replicas' row runs on %+v, the MongoDB row on %+v: want a database, a folder and fewer users of its own", replicasRow, mongoRow)
+			}
+			for _, r := range []mongoRun{mongoRow, replicasRow} {
+				if !sel[rowMongo] && r.db.name == mongoRow.db.name || !sel[rowReplicas] && r.db.name == replicasRow.db.name {
+					continue
+				}
+				if _, err := os.Stat(filepath.Join(r.dir, keyFile)); err != nil {
+					t.Errorf("no API key for %s: %v", r.db.name, err)
+				}
+				store, err := mongo.Open(t.Context(), r.db.uri, r.db.name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				if err := store.ScanUsers(t.Context(), func(storage.ScannedUser) error { n++; return nil }); err != nil {
+					t.Fatal(err)
+				}
+				store.Close(context.Background())
+				if n != r.p.Users {
+					t.Errorf("%s holds %d users, want %d", r.db.name, n, r.p.Users)
+				}
+			}
+		})
 	}
 }

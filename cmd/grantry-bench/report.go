@@ -77,22 +77,25 @@ type report struct {
 type mongoReport struct {
 	describe string
 	ferret   bool
-	seeding  mongoSeeding
+	seedings []mongoSeeding
 }
 
-// line describes the MongoDB rows for the table's heading: where they ran, and their workload,
-// with why it is smaller than make bench's (full) when it is.
+// line describes the MongoDB rows for the table's heading: where they ran, and the workload of
+// each database, with why it is smaller than make bench's (full) when it is.
 func (m mongoReport) line(full params) string {
-	ms := m.seeding
 	s := m.describe
 	if m.ferret {
 		s += " (the servers' decision log off)"
 	}
-	s += fmt.Sprintf("; %s users × %d grants over %s resources", thousands(ms.p.Users), ms.p.Grants, thousands(ms.p.Resources))
-	if ms.p.Users < full.Users && m.ferret {
-		s += fmt.Sprintf(", the first of make bench's %s (FerretDB reads a user's grants by scanning every grant)", thousands(full.Users))
+	for _, ms := range m.seedings {
+		s += fmt.Sprintf("; %s: %s users × %d grants over %s resources", strings.Join(ms.systems, ", "),
+			thousands(ms.p.Users), ms.p.Grants, thousands(ms.p.Resources))
+		if ms.p.Users < full.Users {
+			s += fmt.Sprintf(", the first of make bench's %s in a database of their own (FerretDB reads a user's grants by scanning every grant, as a replica does after each change)", thousands(full.Users))
+		}
+		s += fmt.Sprintf(", seeded in %s", ms.took.Round(100*time.Millisecond))
 	}
-	return s + fmt.Sprintf(", seeded in %s", ms.took.Round(100*time.Millisecond))
+	return s
 }
 
 // disturbedAbove is the share of one CPU that other work may take during a run before the report

@@ -71,6 +71,8 @@ type workloadInfo struct {
 	// MongoDB is where the MongoDB rows ran: FerretDB in process, or GRANTRY_BENCH_MONGO_URI's
 	// database, never its URI.
 	MongoDB string `json:"mongodb,omitempty"`
+	// Systems are the rows run on a MongoDB workload.
+	Systems []string `json:"systems,omitempty"`
 }
 
 // resultRow is one row of the table: the medians of one target's runs on one server.
@@ -155,9 +157,11 @@ func workloadOf(p params, s seeding) workloadInfo {
 func (r report) results() results {
 	res := results{Benchmark: "bench", Machine: r.machine, Load: r.h.loadInfo(), Workloads: []workloadInfo{workloadOf(r.workload, r.seeded)}}
 	if m := r.mongo; m != nil {
-		p := m.seeding.p
-		res.Workloads = append(res.Workloads, workloadInfo{Store: "mongodb", Seed: p.Seed, Users: p.Users, Resources: p.Resources,
-			Grants: p.Grants, Checks: p.Checks, SeededS: m.seeding.took.Seconds(), MongoDB: m.describe})
+		for _, ms := range m.seedings {
+			p := ms.p
+			res.Workloads = append(res.Workloads, workloadInfo{Store: "mongodb", Seed: p.Seed, Users: p.Users, Resources: p.Resources,
+				Grants: p.Grants, Checks: p.Checks, SeededS: ms.took.Seconds(), MongoDB: m.describe, Systems: ms.systems})
+		}
 	}
 	for _, s := range r.series {
 		users := s.users

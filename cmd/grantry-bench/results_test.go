@@ -31,7 +31,10 @@ func TestResultsFile(t *testing.T) {
 			{system: systemGrantryReplicas, target: targetReplicas, placement: "unpinned", users: 50, runs: three(result(4_000, 250*time.Microsecond, 30*time.Millisecond)),
 				visibility: &visibility{times: []time.Duration{100 * time.Millisecond, 300 * time.Millisecond, 200 * time.Millisecond}, notVisible: 1, errors: 2, firstError: "boom"}},
 		},
-		mongo: &mongoReport{describe: "FerretDB v1.24.2 on SQLite", seeding: mongoSeeding{p: params{Seed: 1, Users: 50, Resources: 1000, Grants: 50, Checks: 1 << 20}, took: 40 * time.Second}},
+		mongo: &mongoReport{describe: "FerretDB v1.24.2 on SQLite", seedings: []mongoSeeding{
+			{p: defaultParams(), took: 40 * time.Second, systems: []string{rowMongo}},
+			{p: params{Seed: 1, Users: 50, Resources: 1000, Grants: 50, Checks: 1 << 20}, took: time.Second, systems: []string{rowReplicas}},
+		}},
 	}
 	res := rep.results()
 	res.Commit = "0123456789abcdef0123456789abcdef01234567"
@@ -67,8 +70,10 @@ func TestResultsFile(t *testing.T) {
 	check("workloads", []any{
 		map[string]any{"store": "bolt", "seed": 1.0, "users": 10000.0, "resources": 1000.0, "grants_per_user": 50.0,
 			"checks": float64(1 << 20), "store_bytes": float64(169 << 20), "opa_data_bytes": float64(40 << 20), "seeded_s": 7.0},
+		map[string]any{"store": "mongodb", "seed": 1.0, "users": 10000.0, "resources": 1000.0, "grants_per_user": 50.0,
+			"checks": float64(1 << 20), "store_bytes": 0.0, "seeded_s": 40.0, "mongodb": "FerretDB v1.24.2 on SQLite", "systems": []any{"grantry-mongo"}},
 		map[string]any{"store": "mongodb", "seed": 1.0, "users": 50.0, "resources": 1000.0, "grants_per_user": 50.0,
-			"checks": float64(1 << 20), "store_bytes": 0.0, "seeded_s": 40.0, "mongodb": "FerretDB v1.24.2 on SQLite"},
+			"checks": float64(1 << 20), "store_bytes": 0.0, "seeded_s": 1.0, "mongodb": "FerretDB v1.24.2 on SQLite", "systems": []any{"grantry-replicas"}},
 	})
 	rows, _ := got["rows"].([]any)
 	if len(rows) != len(rep.series) {

@@ -55,8 +55,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 	}
 	rep := report{workload: p, seeded: seeded, h: h}
-	mongoDir := filepath.Join(dir, "mongo")
-	var mp params
+	var mongoRow, replicasRow mongoRun
 	if sel.mongoStore() {
 		db, err := openMongo(getenv, dir, hf.keep || hf.dir != "")
 		if err != nil {
@@ -70,12 +69,10 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 			}
 		}()
 		h.mongo = db
-		ms, err := seedMongo(ctx, db, mongoDir, p, stderr)
-		if err != nil {
+		if rep.mongo, mongoRow, replicasRow, err = seedMongoRows(ctx, db, sel, dir, p, stderr); err != nil {
 			return err
 		}
-		rep.mongo = &mongoReport{describe: db.describe(), ferret: db.ferret, seeding: ms}
-		mp = ms.p
+		h.replicasDB = replicasRow.db
 	}
 	// FerretDB runs in this process: while servers are pinned, it moves to the load
 	// generator's CPU with the rest of the process.
@@ -117,7 +114,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 			add(systemGrantryABAC, targetABAC)
 		}
 		if sel[rowMongo] && first {
-			group = append(group, measured{systemGrantryMongo, []string{targetGrantry}, mongoDir, mp})
+			group = append(group, measured{systemGrantryMongo, []string{targetGrantry}, mongoRow.dir, mongoRow.p})
 		}
 		if len(group) > 0 {
 			s, err := h.measureAll(ctx, group, pl)
@@ -134,7 +131,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 			rep.series = append(rep.series, s...)
 		}
 		if sel[rowReplicas] && last {
-			s, err := h.measureReplicas(ctx, measured{systemGrantryReplicas, []string{targetReplicas}, mongoDir, mp}, pl)
+			s, err := h.measureReplicas(ctx, measured{systemGrantryReplicas, []string{targetReplicas}, replicasRow.dir, replicasRow.p}, pl)
 			if err != nil {
 				return err
 			}

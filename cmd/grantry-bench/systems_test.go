@@ -112,24 +112,20 @@ func TestGrantrySettings(t *testing.T) {
 	}
 }
 
-// TestMongoParams: the MongoDB rows hold make bench's workload on a MongoDB, and its first
-// users, with the same grants, on FerretDB.
-func TestMongoParams(t *testing.T) {
+// TestReplicaParams: the replicas' row on FerretDB holds make bench's first users, with the same
+// grants.
+func TestReplicaParams(t *testing.T) {
 	p := defaultParams()
-	if got := mongoParams(p, false); got != p {
-		t.Errorf("mongoParams on MongoDB = %+v, want %+v", got, p)
+	if want := (params{Seed: p.Seed, Users: smallMongoUsers, Resources: p.Resources, Grants: p.Grants, Checks: p.Checks}); replicaParams(p) != want {
+		t.Errorf("replicaParams = %+v, want %+v", replicaParams(p), want)
 	}
-	small := mongoParams(p, true)
-	if want := (params{Seed: p.Seed, Users: smallMongoUsers, Resources: p.Resources, Grants: p.Grants, Checks: p.Checks}); small != want {
-		t.Errorf("mongoParams on FerretDB = %+v, want %+v", small, want)
-	}
-	full, part := mustWorkload(t, params{Seed: 2, Users: 200, Resources: 100, Grants: 5, Checks: 10}), mustWorkload(t, mongoParams(params{Seed: 2, Users: 200, Resources: 100, Grants: 5, Checks: 10}, true))
+	full, part := mustWorkload(t, params{Seed: 2, Users: 200, Resources: 100, Grants: 5, Checks: 10}), mustWorkload(t, replicaParams(params{Seed: 2, Users: 200, Resources: 100, Grants: 5, Checks: 10}))
 	if !slices.Equal(full.ResourceIDs, part.ResourceIDs) || !slices.Equal(full.grants[:len(part.grants)], part.grants) || !slices.Equal(full.research[:smallMongoUsers], part.research) {
-		t.Error("FerretDB's users are not the first of the workload, with their grants and departments")
+		t.Error("the replicas' users are not the first of the workload, with their grants and departments")
 	}
 	tiny := smallParams()
 	tiny.Users = smallMongoUsers - 1
-	if got := mongoParams(tiny, true); got != tiny {
-		t.Errorf("mongoParams of %d users = %+v, want it unchanged", tiny.Users, got)
+	if got := replicaParams(tiny); got != tiny {
+		t.Errorf("replicaParams of %d users = %+v, want it unchanged", tiny.Users, got)
 	}
 }
