@@ -226,9 +226,9 @@ func (e *Engine) UserHoldings(ctx context.Context, orgID, userID string) (Holdin
 		return Holdings{}, ErrNoUser
 	}
 	held := func(gs grants) []Held {
-		out := make([]Held, 0, len(gs))
-		for _, g := range gs {
-			if g.live() {
+		out := make([]Held, 0, gs.len())
+		for i := range gs.len() {
+			if g := gs.at(i); g.live() {
 				h := Held{ResourceID: g.res.id, Name: g.res.name}
 				if g.expires != 0 {
 					h.ExpiresAt = time.Unix(0, g.expires).UTC()

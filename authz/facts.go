@@ -124,34 +124,50 @@ func (c *catalog) withSource(s *source) *catalog {
 // grant is one grant of a resource, to a user or a group.
 type grant struct {
 	res     *resource
-	num     uint32 // res.num, beside the grant so that a search reads nothing else
-	expires int64  // Unix nanoseconds; 0: never
+	expires int64 // Unix nanoseconds; 0: never
 }
 
 // live reports whether the grant's resource still exists.
 func (g grant) live() bool { return !g.res.gone.Load() }
 
-// grants are a holder's grants, ordered by their resources' numbers.
-type grants []grant
+// grants are a holder's grants: their resources, ordered by number, and when each expires, in
+// a slice of its own that is nil when none does, as most grants never do. A million held users
+// hold tens of millions of grants, so each costs a pointer, not a struct; the resources are
+// few and shared, so a search's reads of their numbers stay in the CPU's cache.
+type grants struct {
+	res     []*resource
+	expires []int64
+}
+
+func (gs grants) len() int { return len(gs.res) }
+
+// at returns the i-th grant.
+func (gs grants) at(i int) grant {
+	g := grant{res: gs.res[i]}
+	if gs.expires != nil {
+		g.expires = gs.expires[i]
+	}
+	return g
+}
 
 // find returns the grant of the resource r (nil: none), if the holder has one.
 func (gs grants) find(r *resource) (grant, bool) {
 	if r == nil {
 		return grant{}, false
 	}
-	i, ok := slices.BinarySearchFunc(gs, r.num, func(g grant, n uint32) int { return cmp.Compare(g.num, n) })
-	if !ok || gs[i].res != r || !gs[i].live() {
+	i, ok := slices.BinarySearchFunc(gs.res, r.num, func(x *resource, n uint32) int { return cmp.Compare(x.num, n) })
+	if !ok || gs.res[i] != r || r.gone.Load() {
 		return grant{}, false
 	}
-	return gs[i], true
+	return gs.at(i), true
 }
 
 // byID returns the live grants ordered by their resources' ids, as an input's object holds
 // them.
-func (gs grants) byID() grants {
-	out := make(grants, 0, len(gs))
-	for _, g := range gs {
-		if g.live() {
+func (gs grants) byID() []grant {
+	out := make([]grant, 0, gs.len())
+	for i := range gs.res {
+		if g := gs.at(i); g.live() {
 			out = append(out, g)
 		}
 	}
@@ -163,14 +179,30 @@ func (gs grants) byID() grants {
 // resources; a grant of a resource the catalog does not have is left out, as the policy's input
 // leaves it out.
 func grantsOf(c *catalog, n int, each func(func(resourceID string, expiresAt time.Time))) grants {
-	out := make(grants, 0, n)
+	list := make([]grant, 0, n)
 	each(func(id string, expiresAt time.Time) {
 		if r, ok := c.resources[id]; ok {
-			out = append(out, grant{res: r, num: r.num, expires: nanos(expiresAt)})
+			list = append(list, grant{res: r, expires: nanos(expiresAt)})
 		}
 	})
-	slices.SortFunc(out, func(a, b grant) int { return cmp.Compare(a.num, b.num) })
-	return slices.CompactFunc(out, func(a, b grant) bool { return a.res == b.res })
+	return grantsFrom(list)
+}
+
+// grantsFrom returns list as grants: ordered by resource number, each resource once.
+func grantsFrom(list []grant) grants {
+	slices.SortFunc(list, func(a, b grant) int { return cmp.Compare(a.res.num, b.res.num) })
+	list = slices.CompactFunc(list, func(a, b grant) bool { return a.res == b.res })
+	gs := grants{res: make([]*resource, len(list))}
+	for i, g := range list {
+		gs.res[i] = g.res
+		if g.expires != 0 && gs.expires == nil {
+			gs.expires = make([]int64, len(list))
+		}
+		if gs.expires != nil {
+			gs.expires[i] = g.expires
+		}
+	}
+	return gs
 }
 
 // group is what the policy reads of a group: its name and grants.

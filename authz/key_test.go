@@ -2,13 +2,11 @@ package authz
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +81,7 @@ func randomFacts(rng *rand.Rand) *view {
 		cat.sources[s.id] = s
 	}
 	someGrants := func() grants {
-		var gs grants
+		var list []grant
 		for _, r := range all {
 			if rng.IntN(2) == 0 {
 				var exp int64
@@ -93,11 +91,10 @@ func randomFacts(rng *rand.Rand) *view {
 				case 1:
 					exp = base.Add(time.Hour).UnixNano()
 				}
-				gs = append(gs, grant{res: r, num: r.num, expires: exp})
+				list = append(list, grant{res: r, expires: exp})
 			}
 		}
-		slices.SortFunc(gs, func(a, b grant) int { return cmp.Compare(a.num, b.num) })
-		return gs
+		return grantsFrom(list)
 	}
 	q := &Question{OrgID: "o", UserID: "u", Now: base.Add(time.Duration(rng.IntN(3)-1) * 90 * time.Minute)}
 	if rng.IntN(3) == 0 {

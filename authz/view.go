@@ -329,7 +329,7 @@ func (x value) term() *ast.Term {
 			return x.g.res.grant
 		}
 	case kGrants:
-		obj := ast.NewObjectWithCapacity(len(x.gs))
+		obj := ast.NewObjectWithCapacity(x.gs.len())
 		x.each(func(_ string, e value) { obj.Insert(e.g.res.idTerm, e.term()) })
 		return ast.NewTerm(obj)
 	}
