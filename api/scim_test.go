@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/grantry/grantry/storage"
 )
 
 // scimDo sends a SCIM request with a bearer token (none if empty) and a body (none if empty),
@@ -519,6 +522,52 @@ func TestSCIMFilterBounds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := f.scimDo(tt.method, tt.path, token, tt.body)
+			if r.Status != tt.status {
+				t.Fatalf("status = %d %.300s, want %d", r.Status, r.Body, tt.status)
+			}
+			if tt.status == 200 {
+				if got := decode[struct{ TotalResults int }](t, r).TotalResults; got != 1 {
+					t.Errorf("totalResults = %d, want 1", got)
+				}
+				return
+			}
+			if e := decode[map[string]any](t, r); e["scimType"] != tt.scimType {
+				t.Errorf("error = %s, want scimType %s", r.Body, tt.scimType)
+			}
+		})
+	}
+}
+
+// TestSCIMFilterWorkBound: a filter no index answers is refused with tooMany when its terms
+// times the integration's users exceed the bound, and answered when they do not, through the
+// real router.
+func TestSCIMFilterWorkBound(t *testing.T) {
+	f := newFixture(t)
+	org, key := f.org("acme")
+	integ, token := f.scimIntegration(key, "okta")
+	const users = 10_001 // 100 terms × 10,001 users: just over the bound of a million
+	imports := make([]storage.UserImport, users)
+	for i := range imports {
+		imports[i] = storage.UserImport{Email: fmt.Sprintf("u%05d@example.com", i), First: "U", Last: fmt.Sprint(i)}
+	}
+	if _, err := f.store.ImportUsers(t.Context(), org, integ, imports, f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	terms := func(n int) string {
+		return url.QueryEscape(strings.TrimSuffix(strings.Repeat(`name.familyName eq "none" or `, n-1)+`name.familyName eq "7"`, " or "))
+	}
+	tests := []struct {
+		name     string
+		terms    int
+		status   int
+		scimType string
+	}{
+		{"terms times users over the bound", 100, 400, "tooMany"},
+		{"within the bound", 99, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.scimDo("GET", "/scim/v2/Users?filter="+terms(tt.terms), token, "")
 			if r.Status != tt.status {
 				t.Fatalf("status = %d %.300s, want %d", r.Status, r.Body, tt.status)
 			}
