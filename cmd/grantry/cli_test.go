@@ -37,6 +37,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"apikey", "revoke", "-h"}, []string{"grantry apikey revoke"}},
 		{[]string{"scim-token", "--help"}, []string{"grantry scim-token rotate ORG_ID INTEGRATION_ID", "grantry scim-token revoke"}},
 		{[]string{"scim-token", "rotate", "-h"}, []string{"grantry scim-token rotate"}},
+		{[]string{"scim-token", "revoke", "--help"}, []string{"grantry scim-token revoke"}},
 		{[]string{"secrets", "--help"}, []string{"usage: grantry secrets rotate"}},
 		{[]string{"secrets", "rotate", "-h"}, []string{"usage: grantry secrets rotate", "-data-dir"}},
 		{[]string{"healthcheck", "--help"}, []string{"usage: grantry healthcheck"}},
