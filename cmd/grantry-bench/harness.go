@@ -324,6 +324,28 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir, l
 		// pinned this way starts with GOMAXPROCS=1.
 		argv = append([]string{h.taskset, "-c", pl.serverCPU}, argv...)
 	}
+	started := time.Now()
+	s, err := spawn(ctx, system, argv, env, dir, logName, addr, grpcAddr, health)
+	if err != nil {
+		return nil, err
+	}
+	if isGrantry(system) {
+		// Grantry answers while it reads users and groups into memory; what is measured is the
+		// server after that.
+		answering := time.Since(started)
+		if err := s.waitUntil(ctx, "/metrics", "\ngrantry_read_in 0\n"); err != nil {
+			s.stop()
+			return nil, fmt.Errorf("%s did not read its users in (its log: %s): %w", system, s.log.Name(), err)
+		}
+		fmt.Fprintf(h.progress, "  %s answered %.1fs after start; its users were read in %.1fs after start\n",
+			logName, answering.Seconds(), time.Since(started).Seconds())
+	}
+	return s, nil
+}
+
+// spawn runs argv as system's server at addr, its output in dir/logName.log, and waits until
+// GET health answers 200.
+func spawn(ctx context.Context, system string, argv, env []string, dir, logName, addr, grpcAddr, health string) (*server, error) {
 	logFile, err := os.OpenFile(filepath.Join(dir, logName+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -332,7 +354,6 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir, l
 	// In the work folder, so that whatever a server writes beside its data (Grantry's
 	// development secret key, for one) goes there too.
 	cmd.Env, cmd.Stdout, cmd.Stderr, cmd.Dir = env, logFile, logFile, dir
-	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", system, err)
@@ -342,17 +363,6 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir, l
 	if err := s.waitHealthy(ctx, health); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("%s did not come up (its log: %s): %w", system, logFile.Name(), err)
-	}
-	if isGrantry(system) {
-		// Grantry answers while it reads users and groups into memory; what is measured is the
-		// server after that.
-		answering := time.Since(started)
-		if err := s.waitUntil(ctx, "/metrics", "\ngrantry_read_in 0\n"); err != nil {
-			s.stop()
-			return nil, fmt.Errorf("%s did not read its users in (its log: %s): %w", system, logFile.Name(), err)
-		}
-		fmt.Fprintf(h.progress, "  %s answered %.1fs after start; its users were read in %.1fs after start\n",
-			logName, answering.Seconds(), time.Since(started).Seconds())
 	}
 	return s, nil
 }
@@ -415,17 +425,28 @@ func freeAddr() (string, error) {
 // load runs one load-generator process against servers, which share its connections, and
 // returns what it measured.
 func (h *harness) load(ctx context.Context, target string, servers []*server, pl placement, dir string, p params, run int) (loadResult, error) {
-	var addrs, pids []string
+	var addrs []string
+	var pids []int
 	for _, s := range servers {
 		addr := s.addr
 		if target == targetExtAuthz {
 			addr = s.grpcAddr
 		}
-		addrs, pids = append(addrs, addr), append(pids, strconv.Itoa(s.pid()))
+		addrs, pids = append(addrs, addr), append(pids, s.pid())
+	}
+	return h.loadAt(ctx, target, addrs, pids, pl, dir, p, run)
+}
+
+// loadAt runs one load-generator process against addrs, measuring the CPU time of the
+// processes pids together, and returns what it measured.
+func (h *harness) loadAt(ctx context.Context, target string, addrs []string, pids []int, pl placement, dir string, p params, run int) (loadResult, error) {
+	pidList := make([]string, len(pids))
+	for i, pid := range pids {
+		pidList[i] = strconv.Itoa(pid)
 	}
 	argv := []string{h.self, "load", "-target", target, "-addr", strings.Join(addrs, ","), "-key-file", filepath.Join(dir, keyFile),
 		"-conns", strconv.Itoa(h.conns), "-duration", h.duration.String(), "-warmup", h.warmup.String(),
-		"-pid", strings.Join(pids, ","), "-run", strconv.Itoa(run), "-runs", strconv.Itoa(h.runs)}
+		"-pid", strings.Join(pidList, ","), "-run", strconv.Itoa(run), "-runs", strconv.Itoa(h.runs)}
 	argv = append(argv, p.args()...)
 	if pl.loadCPU != "" {
 		argv = append([]string{h.taskset, "-c", pl.loadCPU}, argv...)
@@ -547,9 +568,7 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(h.progress, "  %-8s %-16s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors\n",
-			pl.name, m.label(), st.target, st.run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
-			pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors)
+		h.logRun(pl, m.label(), st.target, st.run, res)
 		sr := &out[index[of{st.sys, st.target}]]
 		sr.runs = append(sr.runs, res)
 	}
@@ -563,4 +582,11 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 		}
 	}
 	return out, nil
+}
+
+// logRun writes the progress line of one run, as it finishes.
+func (h *harness) logRun(pl placement, label, target string, run int, res loadResult) {
+	fmt.Fprintf(h.progress, "  %-8s %-16s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors\n",
+		pl.name, label, target, run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
+		pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors)
 }

@@ -92,7 +92,7 @@ func loadCmd(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	p := defaultParams()
 	p.register(fs)
-	target := fs.String("target", targetGrantry, "grantry, abac, replicas, forward-auth, ext-authz, writes, opa, opa-light or ceiling")
+	target := fs.String("target", targetGrantry, "grantry, abac, replicas, forward-auth, ext-authz, nginx, nginx-grantry, writes, opa, opa-light or ceiling")
 	addrs := fs.String("addr", "", "host:port of the server (required); several, comma-separated, share the connections in turn")
 	keyPath := fs.String("key-file", "", "file holding the API key to send as a bearer token")
 	conns := fs.Int("conns", 32, "keep-alive connections, each with one request in flight")
@@ -172,6 +172,8 @@ type target struct {
 	seq  []pair // the measured sequence
 	warm []pair // the warm-up sequence
 	ask  func(p pair, dst []exchange) []exchange
+	// keyless says the client sends no API key: the gateway in front (nginx) sets its own.
+	keyless bool
 }
 
 func newTarget(name string, w *workload) (*target, error) {
@@ -236,8 +238,23 @@ func newTarget(name string, w *workload) (*target, error) {
 			status, opposite := gatewayStatus(p)
 			return append(dst, exchange{check: checkRequest(userID(int(p.User)), chatBody(p)), status: status, opposite: opposite})
 		}
+	case targetNginx, targetNginxGrantry:
+		// The forward-auth row's chat completions, sent as a client sends them to the gateway;
+		// the user in benchUserHeader stands for what the gateway's own authentication sets.
+		t.seq, t.warm, t.keyless = modelPairs(w.Checks), modelPairs(w.Warmup), true
+		t.ask = func(p pair, dst []exchange) []exchange {
+			x := exchange{path: nginxChatPath, body: chatBody(p), header: []byte(benchUserHeader + ": " + userID(int(p.User)) + "\r\n"), want: upstreamAnswer}
+			if name == targetNginxGrantry {
+				// Granted: the provider's answer; not granted: Grantry's 403, whatever its body.
+				x.status, x.opposite = gatewayStatus(p)
+				if !p.Granted {
+					x.want = nil
+				}
+			}
+			return append(dst, x)
+		}
 	default:
-		return nil, fmt.Errorf("unknown target %q (want grantry, abac, replicas, forward-auth, ext-authz, writes, opa, opa-light or ceiling)", name)
+		return nil, fmt.Errorf("unknown target %q (want grantry, abac, replicas, forward-auth, ext-authz, nginx, nginx-grantry, writes, opa, opa-light or ceiling)", name)
 	}
 	return t, nil
 }
@@ -283,8 +300,12 @@ func (g *generator) callers() []caller {
 		}
 		return out
 	}
+	key := g.key
+	if g.target.keyless {
+		key = ""
+	}
 	for i := range out {
-		out[i] = newClient(g.addrs[i%len(g.addrs)], g.key, g.target.name == targetForwardAuth)
+		out[i] = newClient(g.addrs[i%len(g.addrs)], key, g.target.name == targetForwardAuth)
 	}
 	return out
 }

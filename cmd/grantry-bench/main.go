@@ -1,9 +1,9 @@
 // Command grantry-bench measures Grantry's access check side by side with OPA's own server
 // answering the same policy over the same data (and at its lightest, over the least data), and
 // with a bare net/http handler (the ceiling); and in the configurations Grantry runs in
-// production: its gateways' forward-auth and Envoy ext_authz, a policy folder of its own, the
-// MongoDB store, and two replicas sharing it. `make bench` runs it; `make bench-large` runs its
-// scale test.
+// production: its gateways' forward-auth and Envoy ext_authz, what its authorization step adds
+// behind a real nginx, a policy folder of its own, the MongoDB store, and two replicas sharing
+// it. `make bench` runs it; `make bench-large` runs its scale test.
 //
 //	grantry-bench run   -grantry BIN -opa BIN     seed, start each server, load it, print the table
 //	grantry-bench scale -grantry BIN              Grantry with 1,000,000 users × 20 grants vs 10,000 × 50

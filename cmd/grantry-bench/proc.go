@@ -47,6 +47,48 @@ func parseStatCPU(raw []byte) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
+// childrenOf returns the processes whose parent is pid (field 4 of /proc/<pid>/stat), such as
+// nginx's workers, whose CPU time their master's own does not include.
+func childrenOf(pid int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("children of %d: %w", pid, err)
+	}
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		// A process that ended since the listing is no child any more.
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		if parent, err := parseStatParent(raw); err == nil && parent == pid {
+			out = append(out, child)
+		}
+	}
+	return out, nil
+}
+
+func parseStatParent(raw []byte) (int, error) {
+	// As in parseStatCPU: fields[0] is field 3 (state), so the parent, field 4, is fields[1].
+	end := bytes.LastIndexByte(raw, ')')
+	if end < 0 {
+		return 0, fmt.Errorf("parse /proc stat %q: no command name", raw)
+	}
+	fields := strings.Fields(string(raw[end+1:]))
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("parse /proc stat: %d fields", len(fields)+2)
+	}
+	n, err := strconv.Atoi(fields[1])
+	if err != nil {
+		return 0, fmt.Errorf("parse /proc stat: %w", err)
+	}
+	return n, nil
+}
+
 // machineCPU returns the CPU time the processes of the machine have used so far, from the first
 // line of /proc/stat: user, nice and system, plus steal (time the hypervisor gave to another
 // machine, which is lost to this one just the same). Interrupt and softirq time are left out:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
@@ -91,5 +92,32 @@ func TestProcOfThisProcess(t *testing.T) {
 	}
 	if m.RSS <= 0 || m.HWM < m.RSS {
 		t.Errorf("memory = %+v, want RSS > 0 and HWM ≥ RSS", m)
+	}
+	children, err := childrenOf(os.Getppid())
+	if err != nil || !slices.Contains(children, os.Getpid()) {
+		t.Errorf("childrenOf(parent) = %v, %v; want this process among them", children, err)
+	}
+}
+
+func TestParseStatParent(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     string
+		want    int
+		wantErr bool
+	}{
+		{name: "plain", raw: "43 (nginx) S 42 42 42 0 -1 4194560 1000 0 0 0 150 50", want: 42},
+		{name: "command name with spaces and parentheses", raw: "43 (a (b) c) R 7 42 42", want: 7},
+		{name: "no command name", raw: "43 nginx S 42", wantErr: true},
+		{name: "too few fields", raw: "43 (nginx) S", wantErr: true},
+		{name: "not a number", raw: "43 (nginx) S x 42", wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseStatParent([]byte(tc.raw))
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("parseStatParent = %v, %v; want %v, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +72,7 @@ type report struct {
 	h        *harness
 	series   []series
 	mongo    *mongoReport // nil when no MongoDB row ran
+	skipped  []string     // a line for each row that could not run here, and why
 }
 
 // mongoReport is where the MongoDB rows ran and what they were seeded with.
@@ -106,12 +108,14 @@ var disturbedWarning = fmt.Sprintf("WARNING: other work kept the machine busy du
 
 // labels name each target in the table.
 var labels = map[string]string{
-	targetCeiling:     "ceiling (bare net/http)",
-	targetOPA:         "OPA server",
-	targetGrantry:     "Grantry can_user_access",
-	targetWrites:      "Grantry grant+revoke",
-	targetForwardAuth: "Grantry forward-auth",
-	targetExtAuthz:    "Grantry ext_authz gRPC",
+	targetCeiling:      "ceiling (bare net/http)",
+	targetOPA:          "OPA server",
+	targetGrantry:      "Grantry can_user_access",
+	targetWrites:       "Grantry grant+revoke",
+	targetForwardAuth:  "Grantry forward-auth",
+	targetExtAuthz:     "Grantry ext_authz gRPC",
+	targetNginx:        "nginx → upstream",
+	targetNginxGrantry: "nginx+Grantry → upstream",
 }
 
 // systemLabels name the rows of systems that answer another system's target.
@@ -185,6 +189,9 @@ func (r report) write(w io.Writer) {
 			}
 		}
 	}
+	for _, line := range r.skipped {
+		fmt.Fprintf(w, "skipped: %s\n", line)
+	}
 	if disturbed {
 		fmt.Fprintln(w, disturbedWarning)
 	}
@@ -219,6 +226,9 @@ func (rt ratio) format(placement string) string {
 		return "-"
 	case rt.unit == "req/s":
 		return thousands(int(v + 0.5))
+	case rt.unit == "ms" && math.Abs(v) < 10:
+		// What a step adds to a request is a fraction of a millisecond or a few.
+		return fmt.Sprintf("%.2fms", v)
 	case rt.unit == "ms":
 		return fmt.Sprintf("%.1fms", v)
 	}
@@ -261,6 +271,18 @@ func (r report) ratios() []ratio {
 			visible.values[s.placement] = millis(p99)
 		}
 	}
+	// What the docs' nginx configuration adds to the straight proxy's latency: Grantry's
+	// authorization step, with the hop to it.
+	added := func(name string, of func(summary) time.Duration) ratio {
+		rt := ratio{name: name, target: "(reported)", unit: "ms", values: map[string]float64{}}
+		for _, pl := range r.h.placements() {
+			auth, direct := r.find(pl.name, systemNginx, targetNginxGrantry), r.find(pl.name, systemNginx, targetNginx)
+			if auth.rps > 0 && direct.rps > 0 {
+				rt.values[pl.name] = millis(of(auth) - of(direct))
+			}
+		}
+		return rt
+	}
 	// The heap against the whole resident memory of OPA at its lightest, which maps no file.
 	heap := func(m summaries) (float64, float64) {
 		return float64(m.grantry.mem.RSSAnon), float64(m.light.mem.RSSAnon + m.light.mem.RSSFile)
@@ -277,6 +299,8 @@ func (r report) ratios() []ratio {
 		of("Grantry heap / OPA-lightest RSS", "≤ 2×", "", heap),
 		of("forward-auth / can_user_access, req/s", "≥ 0.8×", "", func(m summaries) (float64, float64) { return m.forward.rps, m.grantry.rps }),
 		of("Grantry grant+revoke, req/s", "≥ 5,000", "req/s", func(m summaries) (float64, float64) { return m.writes.rps, 1 }),
+		added("nginx: authorization adds p50", func(s summary) time.Duration { return s.p50 }),
+		added("nginx: authorization adds p99", func(s summary) time.Duration { return s.p99 }),
 		of("logs off / OPA, req/s", "(information)", "", func(m summaries) (float64, float64) { return m.logsOff.rps, m.opa.rps }),
 		of("logs off / ceiling, req/s", "(information)", "", func(m summaries) (float64, float64) { return m.logsOff.rps, m.ceiling.rps }),
 		of("logs off / ceiling, CPU µs/req", "(information)", "", func(m summaries) (float64, float64) { return cpu(m.logsOff), cpu(m.ceiling) }),

@@ -26,6 +26,8 @@ type results struct {
 	Workloads []workloadInfo `json:"workloads"`
 	Rows      []resultRow    `json:"rows"`
 	Ratios    []ratioResult  `json:"ratios"`
+	// Skipped are the rows that could not run on the machine, each with why.
+	Skipped []string `json:"skipped,omitempty"`
 }
 
 // machineInfo is where the benchmark ran.
@@ -155,7 +157,8 @@ func workloadOf(p params, s seeding) workloadInfo {
 
 // results is the report as data.
 func (r report) results() results {
-	res := results{Benchmark: "bench", Machine: r.machine, Load: r.h.loadInfo(), Workloads: []workloadInfo{workloadOf(r.workload, r.seeded)}}
+	res := results{Benchmark: "bench", Machine: r.machine, Load: r.h.loadInfo(), Workloads: []workloadInfo{workloadOf(r.workload, r.seeded)},
+		Skipped: r.skipped}
 	if m := r.mongo; m != nil {
 		for _, ms := range m.seedings {
 			p := ms.p

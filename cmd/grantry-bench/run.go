@@ -18,8 +18,9 @@ import (
 // and OPA's at its lightest, Grantry (whose server also answers the gateways' checks and the
 // writes), Grantry with the ABAC policy, Grantry on MongoDB — load them in turn for the given
 // runs, and print one table. In the first placement it also measures Grantry's writes, its
-// checks with its decision log and access log off, and Grantry on MongoDB; in the last, two
-// Grantry replicas sharing the MongoDB store. -systems picks the rows.
+// checks with its decision log and access log off, and Grantry on MongoDB; unpinned, what
+// Grantry's authorization step adds behind nginx (the nginx row); in the last, two Grantry
+// replicas sharing the MongoDB store. -systems picks the rows.
 func runCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var hf harnessFlags
 	fs, err := hf.flagSet("run", getenv, stderr)
@@ -44,6 +45,10 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 			return err
 		}
 	}
+	ng, skipped, err := prepareNginx(sel, exec.LookPath, gatewaysDoc, stderr)
+	if err != nil {
+		return err
+	}
 
 	seeded, err := seedAll(ctx, dir, p, seedWhat{grantry: sel.embeddedStore(), opa: sel[rowOPA], opaLight: sel[rowOPALight]}, stderr)
 	if err != nil {
@@ -54,7 +59,7 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 			return err
 		}
 	}
-	rep := report{workload: p, seeded: seeded, h: h}
+	rep := report{workload: p, seeded: seeded, h: h, skipped: skipped}
 	var mongoRow, replicasRow mongoRun
 	if sel.mongoStore() {
 		db, err := openMongo(getenv, dir, hf.keep || hf.dir != "")
@@ -125,6 +130,14 @@ func runCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 		}
 		if sel[rowLogsOff] && first {
 			s, err := h.measure(ctx, systemGrantryLogsOff, []string{targetGrantry}, pl, dir, p)
+			if err != nil {
+				return err
+			}
+			rep.series = append(rep.series, s...)
+		}
+		// nginx runs workers of its own, which no CPU of the pinned placement is kept for.
+		if sel[rowNginx] && pl.name == unpinned.name {
+			s, err := h.measureNginx(ctx, ng, dir, p, pl)
 			if err != nil {
 				return err
 			}

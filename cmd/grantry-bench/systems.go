@@ -19,11 +19,12 @@ const (
 	rowLogsOff     = systemGrantryLogsOff
 	rowABAC        = systemGrantryABAC
 	rowMongo       = systemGrantryMongo
+	rowNginx       = systemNginx
 	rowReplicas    = systemGrantryReplicas
 )
 
 var allRows = []string{rowCeiling, rowOPA, rowOPALight, rowGrantry, rowForwardAuth, rowExtAuthz, rowWrites,
-	rowLogsOff, rowABAC, rowMongo, rowReplicas}
+	rowLogsOff, rowABAC, rowMongo, rowNginx, rowReplicas}
 
 // selection is the rows to run.
 type selection map[string]bool
@@ -70,7 +71,7 @@ func (s selection) grantryTargets(writes bool) []string {
 
 // embeddedStore reports whether any selected row runs on the embedded store seeded in grantry/.
 func (s selection) embeddedStore() bool {
-	return s[rowGrantry] || s[rowForwardAuth] || s[rowExtAuthz] || s[rowWrites] || s[rowLogsOff] || s[rowABAC]
+	return s[rowGrantry] || s[rowForwardAuth] || s[rowExtAuthz] || s[rowWrites] || s[rowLogsOff] || s[rowABAC] || s[rowNginx]
 }
 
 // mongoStore reports whether any selected row runs on MongoDB.

@@ -64,6 +64,7 @@ func TestSelectionServers(t *testing.T) {
 		{"ext-authz", []string{targetExtAuthz}, true, false},
 		{"opa,opa-lightest,ceiling", nil, false, false},
 		{"grantry-abac", nil, true, false},
+		{"nginx", nil, true, false},
 		{"grantry-replicas", nil, false, true},
 		{"grantry-mongo,writes", []string{targetWrites}, true, true},
 	}
