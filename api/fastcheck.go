@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"strings"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // decodeCheckFast reads the body of a can_user_access request in the one shape clients send,
@@ -61,43 +61,36 @@ func decodeCheckAllFast(body []byte) (req accessAllRequest, ok bool) {
 // of the form isUUID accepts with no white space inside its quotes, and puts them in canonical
 // form (canonicalID) as it goes: a check may name a thousand tags, so their bytes are read
 // once rather than once per rule. It returns the UUIDs and the index just after the array; ok
-// is false for anything else.
-//
-// b must be the caller's own and never written again: a UUID is put in canonical form where it
-// lies in b (only its hexadecimal letters change, and only once the whole UUID is known to be
-// valid, so that b stays the same JSON for a decoder to read again if this one gives up), and
-// the UUIDs returned are b's own bytes, unless b is mostly something else (white space, other
-// fields): the ids may be kept with a remembered decision, and must not keep that alive.
+// is false for anything else. The UUIDs share one string of their own, not b: they may be kept
+// with a remembered decision, and must keep nothing else alive.
 func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return []string{}, i + 1, true
 	}
 	// A UUID takes 38 bytes with its quotes, which bounds how many the rest of b can hold.
-	ids = make([]string, 0, min(len(b)-i, 38*limit)/38)
-	body := unsafe.String(unsafe.SliceData(b), len(b))
+	var all strings.Builder // whose String shares its bytes rather than copying them
+	all.Grow(36 * (min(len(b)-i, 38*limit) / 38))
 	var id [36]byte
 	for {
-		if len(ids) == limit || i+38 > len(b) || b[i] != '"' || b[i+37] != '"' {
+		if all.Len() == 36*limit || i+38 > len(b) || b[i] != '"' || b[i+37] != '"' {
 			return nil, 0, false
 		}
-		src := (*[36]byte)(b[i+1 : i+37])
 		// A UUID has exactly four hyphens, where they belong.
-		ok, hyphens := lowerUUIDBytes(&id, src)
+		ok, hyphens := lowerUUIDBytes(&id, (*[36]byte)(b[i+1:i+37]))
 		if !ok || hyphens != 4 || id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
 			return nil, 0, false
 		}
-		if id != *src {
-			*src = id
-		}
-		ids = append(ids, body[i+1:i+37])
+		all.Write(id[:])
 		if i = skipSpace(b, i+38); i >= len(b) {
 			return nil, 0, false
 		}
 		switch b[i] {
 		case ']':
-			if cap(b) > 2*36*len(ids) { // what the ids would keep alive
-				ids = compactIDs(ids)
+			joined := all.String()
+			ids = make([]string, len(joined)/36)
+			for k := range ids {
+				ids[k] = joined[36*k : 36*(k+1)]
 			}
 			return ids, i + 1, true
 		case ',':
@@ -106,23 +99,6 @@ func scanUUIDs(b []byte, i, limit int) (ids []string, next int, ok bool) {
 			return nil, 0, false
 		}
 	}
-}
-
-// compactIDs returns ids, of 36 bytes each, copied into one string of their own and a slice of
-// their number.
-func compactIDs(ids []string) []string {
-	all := make([]byte, 0, 36*len(ids))
-	for _, id := range ids {
-		all = append(all, id...)
-	}
-	// all is this function's own and is never written again, so the string may share its
-	// bytes instead of copying them, as strings.Builder does.
-	joined := unsafe.String(unsafe.SliceData(all), len(all))
-	out := make([]string, len(ids))
-	for k := range out {
-		out[k] = joined[36*k : 36*(k+1)]
-	}
-	return out
 }
 
 // lowerUUIDBytes copies src to dst with each hexadecimal digit in lower case. It reports
