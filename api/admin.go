@@ -79,14 +79,14 @@ func (s *Server) createAPIKey(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"id": id, "api_key": key, "scope": shownScope(scope)})
 }
 
-// revokeAPIKey deletes a key. This replica refuses it at once; others within keyTTL.
+// revokeAPIKey deletes a key. This replica refuses it at once; others within apikey.TTL.
 func (s *Server) revokeAPIKey(c *gin.Context) {
 	id := c.Param("id")
 	if err := s.store.DeleteAPIKey(c.Request.Context(), id); err != nil {
 		s.writeError(c, notFound(err, "API key not found."))
 		return
 	}
-	s.keys.forget(id)
+	s.keys.Forget(id)
 	c.JSON(http.StatusOK, gin.H{"message": "API key revoked"})
 }
 

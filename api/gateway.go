@@ -245,7 +245,7 @@ func (s *Server) GatewayCaller(ctx context.Context, key string) (gateway.Caller,
 	if key == "" {
 		return gateway.Caller{}, gateway.ErrBadKey
 	}
-	k, err := s.keys.lookup(ctx, apikey.Sum(key), s.now())
+	k, err := s.keys.Lookup(ctx, apikey.Sum(key), s.now())
 	if errors.Is(err, storage.ErrNotFound) {
 		return gateway.Caller{}, gateway.ErrBadKey
 	}

@@ -144,7 +144,7 @@ func (s *Server) createOrgAPIKey(c *gin.Context) {
 }
 
 // revokeOrgAPIKey deletes a key of the caller's organization; a key of another organization is
-// not found. This replica refuses the key at once, others within keyTTL.
+// not found. This replica refuses the key at once, others within apikey.TTL.
 func (s *Server) revokeOrgAPIKey(c *gin.Context) {
 	ctx, id := c.Request.Context(), c.Param("id")
 	k, err := s.store.GetAPIKey(ctx, id)
@@ -158,7 +158,7 @@ func (s *Server) revokeOrgAPIKey(c *gin.Context) {
 		s.writeError(c, notFound(err, "API key not found."))
 		return
 	}
-	s.keys.forget(id)
+	s.keys.Forget(id)
 	c.JSON(http.StatusOK, gin.H{"message": "API key revoked"})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/go-playground/validator/v10"
 
 	"github.com/grantry/grantry/gateway"
+	"github.com/grantry/grantry/internal/apikey"
 	"github.com/grantry/grantry/storage"
 )
 
@@ -51,7 +52,7 @@ type Server struct {
 	now        func() time.Time
 	realClock  bool // now is time.Now: a request's own reading of the clock may stand for it (nowAt)
 	validate   *validator.Validate
-	keys       *keyCache
+	keys       *apikey.Cache
 	ready      atomic.Bool
 	router     *gin.Engine
 	lastMilli  atomic.Int64 // the last time clock returned, in Unix milliseconds
@@ -85,7 +86,7 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now, s.realClock = time.Now, true
 	}
-	s.keys = newKeyCache(cfg.Store)
+	s.keys = apikey.NewCache(cfg.Store)
 	s.metrics = newMetrics()
 	s.limiter = newRateLimiter(cfg.RateLimit, cfg.RateBurst, s.now)
 	s.requestTimeout = cfg.RequestTimeout
