@@ -521,20 +521,26 @@ func TestSCIMFilterBounds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := f.scimDo(tt.method, tt.path, token, tt.body)
-			if r.Status != tt.status {
-				t.Fatalf("status = %d %.300s, want %d", r.Status, r.Body, tt.status)
-			}
-			if tt.status == 200 {
-				if got := decode[struct{ TotalResults int }](t, r).TotalResults; got != 1 {
-					t.Errorf("totalResults = %d, want 1", got)
-				}
-				return
-			}
-			if e := decode[map[string]any](t, r); e["scimType"] != tt.scimType {
-				t.Errorf("error = %s, want scimType %s", r.Body, tt.scimType)
-			}
+			wantOneOrRefused(t, f.scimDo(tt.method, tt.path, token, tt.body), tt.status, tt.scimType)
 		})
+	}
+}
+
+// wantOneOrRefused checks a SCIM answer: status, and then one result (200) or the SCIM error
+// scimType.
+func wantOneOrRefused(t *testing.T, r response, status int, scimType string) {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status = %d %.300s, want %d", r.Status, r.Body, status)
+	}
+	if status == 200 {
+		if got := decode[struct{ TotalResults int }](t, r).TotalResults; got != 1 {
+			t.Errorf("totalResults = %d, want 1", got)
+		}
+		return
+	}
+	if e := decode[map[string]any](t, r); e["scimType"] != scimType {
+		t.Errorf("error = %s, want scimType %s", r.Body, scimType)
 	}
 }
 
@@ -567,19 +573,7 @@ func TestSCIMFilterWorkBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := f.scimDo("GET", "/scim/v2/Users?filter="+terms(tt.terms), token, "")
-			if r.Status != tt.status {
-				t.Fatalf("status = %d %.300s, want %d", r.Status, r.Body, tt.status)
-			}
-			if tt.status == 200 {
-				if got := decode[struct{ TotalResults int }](t, r).TotalResults; got != 1 {
-					t.Errorf("totalResults = %d, want 1", got)
-				}
-				return
-			}
-			if e := decode[map[string]any](t, r); e["scimType"] != tt.scimType {
-				t.Errorf("error = %s, want scimType %s", r.Body, tt.scimType)
-			}
+			wantOneOrRefused(t, f.scimDo("GET", "/scim/v2/Users?filter="+terms(tt.terms), token, ""), tt.status, tt.scimType)
 		})
 	}
 }
