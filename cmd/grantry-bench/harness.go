@@ -444,9 +444,10 @@ func (h *harness) loadAt(ctx context.Context, target string, addrs []string, pid
 	for i, pid := range pids {
 		pidList[i] = strconv.Itoa(pid)
 	}
-	argv := []string{h.self, "load", "-target", target, "-addr", strings.Join(addrs, ","), "-key-file", filepath.Join(dir, keyFile),
-		"-conns", strconv.Itoa(h.conns), "-duration", h.duration.String(), "-warmup", h.warmup.String(),
-		"-pid", strings.Join(pidList, ","), "-run", strconv.Itoa(run), "-runs", strconv.Itoa(h.runs)}
+	argv := []string{h.self, "load", "-target", target, "-addr", strings.Join(addrs, ",")}
+	argv = append(argv, keyFileArgs(dir, target)...)
+	argv = append(argv, "-conns", strconv.Itoa(h.conns), "-duration", h.duration.String(), "-warmup", h.warmup.String(),
+		"-pid", strings.Join(pidList, ","), "-run", strconv.Itoa(run), "-runs", strconv.Itoa(h.runs))
 	argv = append(argv, p.args()...)
 	if pl.loadCPU != "" {
 		argv = append([]string{h.taskset, "-c", pl.loadCPU}, argv...)
@@ -462,6 +463,21 @@ func (h *harness) loadAt(ctx context.Context, target string, addrs []string, pid
 		return loadResult{}, fmt.Errorf("load %s printed %q: %w", target, out.String(), err)
 	}
 	return res, nil
+}
+
+// keyFileArgs gives the load the API key in dir. A Grantry target needs it, and its load fails
+// without one; the other servers are sent it too, so that every HTTP server gets the same
+// headers, unless no Grantry on the embedded store was seeded (-systems opa, say), which leaves
+// none to send.
+func keyFileArgs(dir, target string) []string {
+	path := filepath.Join(dir, keyFile)
+	switch target {
+	case targetOPA, targetOPALight, targetCeiling:
+		if _, err := os.Stat(path); err != nil {
+			return nil
+		}
+	}
+	return []string{"-key-file", path}
 }
 
 // series is the runs of one target on one server process, and that process's memory after them.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -59,5 +61,32 @@ func TestInterleave(t *testing.T) {
 	}
 	if got := interleave(systems[2:], 2); !slices.Equal(got, []step{{0, targetGrantry, 0}, {0, targetGrantry, 1}, {0, targetWrites, 0}, {0, targetWrites, 1}}) {
 		t.Errorf("interleave of one system = %v, want its checks, then its writes", got)
+	}
+}
+
+func TestKeyFileArgs(t *testing.T) {
+	seeded, bare := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(seeded, keyFile), []byte("k\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dir, target string
+		want        bool // whether -key-file is given
+	}{
+		{seeded, targetGrantry, true},
+		{seeded, targetOPA, true},
+		{seeded, targetCeiling, true},
+		{bare, targetOPA, false},
+		{bare, targetOPALight, false},
+		{bare, targetCeiling, false},
+		// A Grantry target is always given the file, so that its load fails loudly without one.
+		{bare, targetGrantry, true},
+		{bare, targetWrites, true},
+	}
+	for _, tc := range tests {
+		got := keyFileArgs(tc.dir, tc.target)
+		if want := []string{"-key-file", filepath.Join(tc.dir, keyFile)}; tc.want != slices.Equal(got, want) || (!tc.want && got != nil) {
+			t.Errorf("keyFileArgs(%s, %s) = %q; want -key-file: %v", tc.dir, tc.target, got, tc.want)
+		}
 	}
 }
