@@ -465,6 +465,53 @@ func (h *harness) loadAt(ctx context.Context, target string, addrs []string, pid
 	return res, nil
 }
 
+const (
+	// quietCPU is the share of one CPU below which an idle placement counts as quiet: its
+	// idle servers' timers and a change feed's polls stay well under it.
+	quietCPU = 0.15
+	// settleWindow is what a share of CPU is measured over while waiting for quiet, before
+	// every run; settleLimit bounds the wait, after which the run starts anyway.
+	settleWindow = 500 * time.Millisecond
+	settleLimit  = 3 * time.Minute
+)
+
+// settle waits, for at most limit, until the machine's busy CPU time (read by busy) has stayed
+// under quietCPU for two windows in a row. Started servers and FerretDB keep working for a
+// while after the seeding and read-in they finished (FerretDB for half a minute and more), and
+// a server after its run (a decision log's last batches); that work would fall on the next runs
+// as other work, unevenly across the rows. A machine busy with work of its own is measured anyway
+// after limit, and the report's other-CPU column says so.
+func settle(ctx context.Context, busy func() (time.Duration, error), window, limit time.Duration, progress io.Writer) {
+	start := time.Now()
+	prev, err := busy()
+	if err != nil {
+		return
+	}
+	var share float64
+	for calm := 0; calm < 2; {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(window):
+		}
+		now, err := busy()
+		if err != nil {
+			return
+		}
+		share, prev = float64(now-prev)/float64(window), now
+		if calm++; share >= quietCPU {
+			calm = 0
+		}
+		if calm < 2 && time.Since(start) >= limit {
+			fmt.Fprintf(progress, "  the machine was still busy (%.0f%% of a CPU) after %s; measuring anyway\n", share*100, limit)
+			return
+		}
+	}
+	if waited := time.Since(start); waited > 3*window {
+		fmt.Fprintf(progress, "  waited %.0fs for the machine to settle\n", waited.Seconds())
+	}
+}
+
 // keyFileArgs gives the load the API key in dir. A Grantry target needs it, and its load fails
 // without one; the other servers are sent it too, so that every HTTP server gets the same
 // headers, unless no Grantry on the embedded store was seeded (-systems opa, say), which leaves
@@ -580,6 +627,7 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 	}
 	for _, st := range interleave(systems, h.runs) {
 		m := systems[st.sys]
+		settle(ctx, machineCPU, settleWindow, settleLimit, h.progress)
 		res, err := h.load(ctx, st.target, servers[st.sys:st.sys+1], pl, m.dir, m.p, st.run)
 		if err != nil {
 			return nil, err

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,5 +90,42 @@ func TestKeyFileArgs(t *testing.T) {
 		if want := []string{"-key-file", filepath.Join(tc.dir, keyFile)}; tc.want != slices.Equal(got, want) || (!tc.want && got != nil) {
 			t.Errorf("keyFileArgs(%s, %s) = %q; want -key-file: %v", tc.dir, tc.target, got, tc.want)
 		}
+	}
+}
+
+func TestSettle(t *testing.T) {
+	const window = time.Millisecond
+	tests := []struct {
+		name      string
+		busyFor   int           // windows busy (a whole CPU) before the machine goes quiet; -1: never
+		limit     time.Duration // of the wait
+		wantReads int           // reads of the CPU time; 0: not counted
+		wantLine  string        // in the progress output
+	}{
+		{name: "quiet", busyFor: 0, limit: time.Minute, wantReads: 3},
+		{name: "settles", busyFor: 5, limit: time.Minute, wantReads: 8},
+		{name: "busy once between quiet windows", busyFor: 1, limit: time.Minute, wantReads: 4},
+		{name: "never settles", busyFor: -1, limit: 30 * time.Millisecond, wantLine: "still busy (100% of a CPU)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var used time.Duration
+			reads := 0
+			busy := func() (time.Duration, error) {
+				if reads > 0 && (tc.busyFor < 0 || reads <= tc.busyFor) {
+					used += window // a whole CPU over the window
+				}
+				reads++
+				return used, nil
+			}
+			var out strings.Builder
+			settle(context.Background(), busy, window, tc.limit, &out)
+			if tc.wantReads != 0 && reads != tc.wantReads {
+				t.Errorf("read the CPU time %d times, want %d", reads, tc.wantReads)
+			}
+			if !strings.Contains(out.String(), tc.wantLine) || (tc.wantLine == "" && strings.Contains(out.String(), "still busy")) {
+				t.Errorf("progress %q, want it to say %q", out.String(), tc.wantLine)
+			}
+		})
 	}
 }
