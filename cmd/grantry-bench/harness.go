@@ -627,6 +627,9 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 	}
 	for _, st := range interleave(systems, h.runs) {
 		m := systems[st.sys]
+		// What the last run wrote (a decision log's batches) is written back now, not by the
+		// kernel's flusher threads during this run.
+		syscall.Sync()
 		settle(ctx, machineCPU, settleWindow, settleLimit, h.progress)
 		res, err := h.load(ctx, st.target, servers[st.sys:st.sys+1], pl, m.dir, m.p, st.run)
 		if err != nil {
