@@ -627,15 +627,12 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 	}
 	for _, st := range interleave(systems, h.runs) {
 		m := systems[st.sys]
-		// What the last run wrote (a decision log's batches) is written back now, not by the
-		// kernel's flusher threads during this run.
-		syscall.Sync()
-		settle(ctx, machineCPU, settleWindow, settleLimit, h.progress)
+		h.quiet(ctx)
 		res, err := h.load(ctx, st.target, servers[st.sys:st.sys+1], pl, m.dir, m.p, st.run)
 		if err != nil {
 			return nil, err
 		}
-		h.logRun(pl, m.label(), st.target, st.run, res)
+		h.logRun(pl, m.label(), st.target, st.run, res, "")
 		sr := &out[index[of{st.sys, st.target}]]
 		sr.runs = append(sr.runs, res)
 	}
@@ -652,8 +649,16 @@ func (h *harness) measureAll(ctx context.Context, systems []measured, pl placeme
 }
 
 // logRun writes the progress line of one run, as it finishes.
-func (h *harness) logRun(pl placement, label, target string, run int, res loadResult) {
-	fmt.Fprintf(h.progress, "  %-8s %-16s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors\n",
+func (h *harness) logRun(pl placement, label, target string, run int, res loadResult, more string) {
+	fmt.Fprintf(h.progress, "  %-8s %-16s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors%s\n",
 		pl.name, label, target, run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
-		pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors)
+		pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors, more)
+}
+
+// quiet is what every run starts with: what the last run wrote (a decision log's batches) is
+// written back now, not by the kernel's flusher threads during this run, and then the wait for
+// a quiet machine.
+func (h *harness) quiet(ctx context.Context) {
+	syscall.Sync()
+	settle(ctx, machineCPU, settleWindow, settleLimit, h.progress)
 }

@@ -333,11 +333,12 @@ func (h *harness) measureNginx(ctx context.Context, row nginxRow, dir string, p 
 	loadOf.conns = min(h.conns, nginxConns)
 	for run := range h.runs {
 		for i, w := range ways {
+			h.quiet(ctx)
 			res, err := loadOf.loadAt(ctx, w.target, []string{w.addr}, w.pids, pl, dir, p, run)
 			if err != nil {
 				return nil, err
 			}
-			h.logRun(pl, systemNginx, w.target, run, res)
+			h.logRun(pl, systemNginx, w.target, run, res, "")
 			out[i].runs = append(out[i].runs, res)
 		}
 	}

@@ -178,6 +178,7 @@ func (h *harness) measureReplicas(ctx context.Context, m measured, pl placement)
 	loadOf := *h
 	loadOf.conns = min(h.conns, replicaConns)
 	for run := range h.runs {
+		h.quiet(ctx) // before the prober starts, whose requests are not noise
 		stop, probed := make(chan struct{}), make(chan visibility, 1)
 		go func() { probed <- pr.run(ctx, stop) }()
 		res, err := loadOf.load(ctx, out.target, servers, pl, m.dir, m.p, run)
@@ -189,9 +190,8 @@ func (h *harness) measureReplicas(ctx context.Context, m measured, pl placement)
 		out.runs = append(out.runs, res)
 		out.visibility.add(v)
 		p50, p99 := v.percentiles()
-		fmt.Fprintf(h.progress, "  %-8s %-16s %-8s run %d/%d: %9.0f req/s  p99 %-9s server CPU %4s  other CPU %4s  %d wrong  %d errors; %d changes seen on B after p50 %s, p99 %s, %d not seen\n",
-			pl.name, m.label(), out.target, run+1, h.runs, res.rps(), ms(res.P99), pct(res.ServerCPU.Seconds()/res.Elapsed.Seconds()),
-			pct(res.OtherCPU.Seconds()/res.Elapsed.Seconds()), res.Mismatches, res.Errors, len(v.times), ms(p50), ms(p99), v.notVisible)
+		h.logRun(pl, m.label(), out.target, run, res, fmt.Sprintf("; %d changes seen on B after p50 %s, p99 %s, %d not seen",
+			len(v.times), ms(p50), ms(p99), v.notVisible))
 	}
 	for _, s := range servers {
 		mem, err := memoryOf(s.pid())
