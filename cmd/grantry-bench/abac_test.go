@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,22 +29,8 @@ func mustABACModules(tb testing.TB) []policy.Module {
 	return mods
 }
 
-// TestABACRegoTests runs abac_test.rego over the ABAC policy and the shipped rules.
-func TestABACRegoTests(t *testing.T) {
-	ran, failures, err := policy.RunTests(t.Context(), mustABACModules(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ran < 8 {
-		t.Errorf("ran %d Rego tests, want every test of abac_test.rego", ran)
-	}
-	for _, f := range failures {
-		t.Errorf("Rego test %s", f)
-	}
-}
-
-// TestABACPolicyFolder: the folder the bench writes is one Grantry serves: it loads, its tests
-// pass, it defines what Grantry asks, and it holds the shipped rules as the binary has them.
+// TestABACPolicyFolder: the folder the bench writes is one Grantry serves: its Rego tests, all
+// of abac_test.rego, run and pass, and it loads as GRANTRY_POLICY_DIR is loaded.
 func TestABACPolicyFolder(t *testing.T) {
 	dir, err := writeABACPolicy(t.TempDir())
 	if err != nil {
@@ -55,39 +40,38 @@ func TestABACPolicyFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := policy.Test(t.Context(), mods)
+	ran, failures, err := policy.RunTests(t.Context(), mods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range results {
-		if !r.Passed {
-			t.Errorf("Rego test %s failed: %v", r.Name, r.Err)
-		}
+	if ran < 8 {
+		t.Errorf("ran %d Rego tests, want every test of abac_test.rego", ran)
 	}
-	if _, err := policy.New(t.Context(), mods); err != nil {
+	for _, f := range failures {
+		t.Errorf("Rego test %s", f)
+	}
+	if _, err := policy.Load(t.Context(), mods); err != nil {
 		t.Errorf("Grantry would not serve the folder: %v", err)
-	}
-	shipped, err := os.ReadFile(filepath.Join(dir, "shipped.rego"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range policy.Embedded() {
-		if !m.IsTest() && strings.Replace(string(shipped), "package grantry.shipped", "package grantry.authz", 1) != m.Source {
-			t.Errorf("shipped.rego is not the shipped %s under another package", m.Name)
-		}
 	}
 }
 
-// TestBenchRegoIsFormatted keeps the bench's own policies as `opa fmt` writes them.
+// TestBenchRegoIsFormatted keeps the bench's own Rego files as `opa fmt` writes them.
 func TestBenchRegoIsFormatted(t *testing.T) {
-	mods := append(mustABACModules(t)[1:], policy.Module{Name: "light.rego", Source: lightRego})
-	for _, m := range mods {
-		formatted, err := format.SourceWithOpts(m.Name, []byte(m.Source), format.Opts{RegoVersion: ast.RegoV1})
+	files, err := filepath.Glob("*.rego")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("the bench's Rego files: %v %v", files, err)
+	}
+	for _, name := range files {
+		src, err := os.ReadFile(name)
 		if err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
+			t.Fatal(err)
 		}
-		if diff := cmp.Diff(string(formatted), m.Source); diff != "" {
-			t.Errorf("%s is not opa fmt-clean (-want +got):\n%s", m.Name, diff)
+		formatted, err := format.SourceWithOpts(name, src, format.Opts{RegoVersion: ast.RegoV1})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if diff := cmp.Diff(string(formatted), string(src)); diff != "" {
+			t.Errorf("%s is not opa fmt-clean (-want +got):\n%s", name, diff)
 		}
 	}
 }

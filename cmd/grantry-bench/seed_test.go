@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/format"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"google.golang.org/grpc"
 
@@ -54,19 +52,6 @@ func TestWrapperRegoTests(t *testing.T) {
 	}
 	for _, f := range failures {
 		t.Errorf("Rego test %s", f)
-	}
-}
-
-// TestWrapperIsFormatted keeps the wrapper and its tests as `opa fmt` writes them.
-func TestWrapperIsFormatted(t *testing.T) {
-	for _, m := range wrapperModules(t) {
-		formatted, err := format.SourceWithOpts(m.Name, []byte(m.Source), format.Opts{RegoVersion: ast.RegoV1})
-		if err != nil {
-			t.Fatalf("%s: %v", m.Name, err)
-		}
-		if diff := cmp.Diff(string(formatted), m.Source); diff != "" {
-			t.Errorf("%s is not opa fmt-clean (-want +got):\n%s", m.Name, diff)
-		}
 	}
 }
 
