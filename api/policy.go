@@ -1,10 +1,12 @@
 package api
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+	"github.com/grantry/grantry/policy"
 )
 
 type explainResponse struct {
@@ -24,6 +26,10 @@ func (s *Server) explain(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	ex, err := s.decider.Explain(ctx, s.question(c, req.UserID, []string{canonicalID(req.SvcID)}, false, s.now()))
+	if err != nil && !errors.Is(err, policy.ErrEvaluation) {
+		s.writeError(c, err) // the store's, answered as the check answers it
+		return
+	}
 	if err != nil {
 		// The explanation says the policy failed, which denies; the error itself is for the log.
 		s.log.LogAttrs(ctx, slog.LevelError, "policy explanation failed",

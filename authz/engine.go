@@ -167,7 +167,7 @@ func (e *Engine) Explain(ctx context.Context, q Question) (policy.Explanation, e
 	p := e.pinned()
 	v, err := e.view(ctx, &q)
 	if err != nil {
-		return policy.Explanation{Revision: p.engine.Revision(), Reasons: []string{policy.ReasonEvaluationFailed}}, err
+		return policy.Explanation{}, err // the store's, for the caller to answer as the check would
 	}
 	in := v.input()
 	v.release()

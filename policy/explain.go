@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -22,6 +23,10 @@ type Explanation struct {
 // denies.
 const ReasonEvaluationFailed = "policy evaluation failed"
 
+// ErrEvaluation is what Explain's errors wrap when the policy itself failed, as against the
+// input it was asked about.
+var ErrEvaluation = errors.New("policy evaluation failed")
+
 // Explain decides input as allow does and evaluates the reasons rule. When the policy cannot
 // be evaluated it returns the error together with the explanation of the deny that follows
 // from it, so that a caller can both log the error and answer.
@@ -30,12 +35,12 @@ func (e *Engine) Explain(ctx context.Context, input ast.Value) (Explanation, err
 	allowed, err := decide(ctx, e.allow, input)
 	if err != nil {
 		ex.Reasons = []string{ReasonEvaluationFailed}
-		return ex, err
+		return ex, fmt.Errorf("%w: %w", ErrEvaluation, err)
 	}
 	ex.Allowed = allowed
 	rs, err := eval(ctx, e.reasons, input)
 	if err != nil {
-		return ex, fmt.Errorf("evaluate reasons: %w", err)
+		return ex, fmt.Errorf("%w: reasons: %w", ErrEvaluation, err)
 	}
 	if len(rs) == 1 && len(rs[0].Expressions) == 1 {
 		// A set comes back from OPA as a slice.
