@@ -496,6 +496,9 @@ func TestEngineAnswersAsTheStore(t *testing.T) {
 	for name, mods := range all {
 		if deterministic(t, mods) {
 			runs[name] = run{mods, 1000}
+			// Nothing held: every question gathers its facts from the store alone, as on a
+			// shared store whose change feed is late.
+			runs[name+", nothing held"] = run{mods, -1}
 		}
 	}
 	for name, r := range runs {
@@ -507,7 +510,7 @@ func TestEngineAnswersAsTheStore(t *testing.T) {
 				what := w.change(pool)
 				w.check(4, what)
 			}
-			if held := w.engine.Counts().UsersHeld; held > r.maxUsers {
+			if held := w.engine.Counts().UsersHeld; held > max(r.maxUsers, 0) {
 				t.Errorf("%d users held, more than %d", held, r.maxUsers)
 			}
 		})
