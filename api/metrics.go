@@ -187,14 +187,14 @@ func (s *Server) registerEngineMetrics(d Decider) error {
 	return errors.Join(
 		s.RegisterMetrics(
 			decisions("allow", func(c authz.Counts) uint64 { return c.Allowed }),
-			decisions("deny", func(c authz.Counts) uint64 { return c.Denied - c.EvaluationFails }),
-			decisions("error", func(c authz.Counts) uint64 { return c.EvaluationFails }),
+			decisions("deny", func(c authz.Counts) uint64 { return c.Denied }),
+			decisions("error", func(c authz.Counts) uint64 { return c.Failed }),
 			memoised("allow", func(a, _ bool) bool { return a }),
 			memoised("allow_all", func(_, b bool) bool { return b }),
 		),
 		s.CounterFunc("grantry_policy_evaluations_total", "Evaluations of the policy: questions the memo did not hold, and every question of a policy that is not memoised.", count(func(c authz.Counts) uint64 { return c.Evaluations })),
-		s.CounterFunc("grantry_memo_hits_total", "Questions answered from the memo of the running policy, without evaluating it.", count(func(c authz.Counts) uint64 { return c.MemoHits })),
-		s.CounterFunc("grantry_memo_misses_total", "Questions the memo of the running policy did not hold.", count(func(c authz.Counts) uint64 { return c.MemoMisses })),
+		s.CounterFunc("grantry_memo_hits_total", "Questions answered from a policy's memo, without evaluating it.", count(func(c authz.Counts) uint64 { return c.MemoHits })),
+		s.CounterFunc("grantry_memo_misses_total", "Questions a policy's memo did not hold.", count(func(c authz.Counts) uint64 { return c.MemoMisses })),
 		s.GaugeFunc("grantry_memo_answers", "Answers the memo of the running policy holds.", func() float64 { return float64(e.Counts().MemoAnswers) }),
 		s.GaugeFunc("grantry_users_held", "Users whose facts the decision engine holds in memory.", func() float64 { return float64(e.Counts().UsersHeld) }),
 		s.CounterFunc("grantry_user_hits_total", "Questions whose user's facts were held in memory.", count(func(c authz.Counts) uint64 { return c.UserHits })),

@@ -135,13 +135,14 @@ func (e *Engine) Decide(ctx context.Context, q Question) (Decision, error) {
 // decide answers the question of v with p.
 func (e *Engine) decide(ctx context.Context, p *pinned, v *view) bool {
 	allowed, err := p.rule(v.q.All).decide(ctx, v)
-	if err != nil {
-		allowed = false
-	}
-	if allowed {
-		e.counters.decisions[1].Add(1)
-	} else {
-		e.counters.decisions[0].Add(1)
+	switch {
+	case err != nil:
+		e.counters.decisions[outcomeFailed].Add(1)
+		return false
+	case allowed:
+		e.counters.decisions[outcomeAllowed].Add(1)
+	default:
+		e.counters.decisions[outcomeDenied].Add(1)
 	}
 	return allowed
 }
@@ -249,10 +250,10 @@ func (e *Engine) UserHoldings(ctx context.Context, orgID, userID string) (Holdin
 
 // Counts are the engine's counts since it started, for /metrics.
 type Counts struct {
-	Allowed, Denied              uint64 // decisions; a failed evaluation is a deny, and counted in EvaluationFails too
-	Evaluations, EvaluationFails uint64
-	MemoHits, MemoMisses         uint64 // of the memo of the policy running
-	MemoAnswers                  int    // remembered by it
+	Allowed, Denied, Failed uint64 // decisions by outcome; a failed evaluation denies
+	Evaluations             uint64
+	MemoHits, MemoMisses    uint64
+	MemoAnswers             int // remembered by the memo of the policy running
 	UsersHeld                    int
 	UserHits, UserMisses         uint64 // questions that found their user held, or read the store
 }
@@ -260,8 +261,9 @@ type Counts struct {
 // Counts returns the engine's counts.
 func (e *Engine) Counts() Counts {
 	c := Counts{
-		Allowed: e.counters.decisions[1].Load(), Denied: e.counters.decisions[0].Load(),
-		Evaluations: e.counters.evaluations.Load(), EvaluationFails: e.counters.evaluationErrors.Load(),
+		Allowed: e.counters.decisions[outcomeAllowed].Load(), Denied: e.counters.decisions[outcomeDenied].Load(),
+		Failed: e.counters.decisions[outcomeFailed].Load(), Evaluations: e.counters.evaluations.Load(),
+		MemoHits: e.counters.memoHits.Load(), MemoMisses: e.counters.memoMisses.Load(),
 		UsersHeld: e.cache.len(), UserHits: e.cache.hits.Load(), UserMisses: e.cache.misses.Load(),
 	}
 	p := e.pin.Load()
@@ -270,8 +272,6 @@ func (e *Engine) Counts() Counts {
 	}
 	for _, m := range p.memos {
 		if m != nil {
-			c.MemoHits += m.hits.Load()
-			c.MemoMisses += m.misses.Load()
 			c.MemoAnswers += m.len()
 		}
 	}

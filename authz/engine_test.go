@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/grantry/grantry/policy"
@@ -572,5 +573,46 @@ func TestEngineAnswersAsTheStoreUnderConcurrentChanges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCountsByOutcome: each decision is counted once, by its outcome, a policy that cannot be
+// evaluated as failed and not also as denied, and the memo's counts do not go back to zero
+// when a reload replaces the memo: /metrics serves them as counters, which never go down.
+func TestCountsByOutcome(t *testing.T) {
+	// bob is allowed, carol denied; for alice the rule has two values, which fails evaluation.
+	conflict := []policy.Module{{Name: "authz.rego", Source: `package grantry.authz
+
+default allow_all := false
+
+allow = true if input.user.id in {"alice", "bob"}
+
+allow = false if input.user.id in {"alice", "carol"}
+`}}
+	w := newWorld(t, 1, conflict, 1000)
+	ask := func(user string) {
+		t.Helper()
+		if _, err := w.engine.Decide(w.ctx, Question{OrgID: worldOrgs[0], UserID: user, ResourceIDs: w.resources.of(worldOrgs[0])[:1], Now: w.now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, user := range []string{"bob", "bob", "carol", "alice", "alice"} {
+		ask(user)
+	}
+	want := Counts{Allowed: 2, Denied: 1, Failed: 2, Evaluations: 4, MemoHits: 1, MemoMisses: 4}
+	got := w.engine.Counts()
+	got.MemoAnswers, got.UsersHeld, got.UserHits, got.UserMisses = 0, 0, 0, 0
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if _, err := w.live.Replace(w.ctx, policy.Embedded()); err != nil {
+		t.Fatal(err)
+	}
+	ask("bob")
+	if got, want := w.engine.Revision(), policy.Revision(policy.Embedded()); got != want {
+		t.Fatalf("after the reload the engine decides with %s, want %s", got, want)
+	}
+	if c := w.engine.Counts(); c.MemoHits+c.MemoMisses != 6 {
+		t.Errorf("memo hits %d + misses %d after a reload = %d, want the 5 before and this one", c.MemoHits, c.MemoMisses, c.MemoHits+c.MemoMisses)
 	}
 }

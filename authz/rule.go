@@ -31,7 +31,7 @@ func newPinned(e *policy.Engine, memoBytes int, counters *counters, log *slog.Lo
 		var d decider = &evaluator{engine: e, all: all, reads: reads, counters: counters, log: log}
 		if reads.Bounded() && memoBytes > 0 {
 			p.memos[i] = newMemo(memoBytes)
-			d = &memoised{memo: p.memos[i], reads: reads, next: d}
+			d = &memoised{memo: p.memos[i], reads: reads, next: d, counters: counters}
 		}
 		p.rules[i] = d
 	}
@@ -48,17 +48,20 @@ func (p *pinned) rule(all bool) decider {
 // memoised answers from its memo a question whose key it holds, and asks next otherwise,
 // remembering what next answers.
 type memoised struct {
-	memo  *memo
-	reads *policy.Reads
-	next  decider
+	memo     *memo
+	reads    *policy.Reads
+	next     decider
+	counters *counters
 }
 
 func (m *memoised) decide(ctx context.Context, v *view) (bool, error) {
 	var buf [256]byte
 	k := appendKey(buf[:0], m.reads, v)
 	if allowed, ok := m.memo.get(k); ok {
+		m.counters.memoHits.Add(1)
 		return allowed, nil
 	}
+	m.counters.memoMisses.Add(1)
 	allowed, err := m.next.decide(ctx, v)
 	if err == nil {
 		m.memo.put(k, allowed)
@@ -85,7 +88,6 @@ func (ev *evaluator) decide(ctx context.Context, v *view) (bool, error) {
 	ev.counters.evaluations.Add(1)
 	allowed, err := ev.engine.Decide(ctx, ev.all, in())
 	if err != nil {
-		ev.counters.evaluationErrors.Add(1)
 		ev.log.LogAttrs(ctx, slog.LevelError, "policy evaluation failed; denied", slog.String("error", err.Error()))
 		return false, evaluationError{err}
 	}
@@ -99,9 +101,18 @@ type evaluationError struct{ err error }
 func (e evaluationError) Error() string { return e.err.Error() }
 func (e evaluationError) Unwrap() error { return e.err }
 
-// counters are the engine's counts, for /metrics.
+// counters are the engine's counts, for /metrics. Each outcome has a counter of its own, and
+// the memo's live here rather than in the memo, so that none ever goes down: not when a scrape
+// falls between two of them, nor when a policy reload replaces the memo.
 type counters struct {
-	decisions        [2]atomic.Uint64 // denied, allowed
-	evaluations      atomic.Uint64
-	evaluationErrors atomic.Uint64
+	decisions            [3]atomic.Uint64 // by outcome: denied, allowed, failed
+	evaluations          atomic.Uint64
+	memoHits, memoMisses atomic.Uint64
 }
+
+// The outcomes of a decision, as counters.decisions counts them.
+const (
+	outcomeDenied = iota
+	outcomeAllowed
+	outcomeFailed // the policy could not be evaluated, which denies
+)
