@@ -254,8 +254,8 @@ type Counts struct {
 	Evaluations             uint64
 	MemoHits, MemoMisses    uint64
 	MemoAnswers             int // remembered by the memo of the policy running
-	UsersHeld                    int
-	UserHits, UserMisses         uint64 // questions that found their user held, or read the store
+	UsersHeld               int
+	UserHits, UserMisses    uint64 // questions that found their user held, or read the store
 }
 
 // Counts returns the engine's counts.

@@ -207,8 +207,8 @@ func grantsFrom(list []grant) grants {
 
 // group is what the policy reads of a group: its name and grants.
 type group struct {
-	id, name string
-	grants   grants
+	name   string
+	grants grants
 }
 
 // attr is one of a user's attributes.

@@ -126,7 +126,7 @@ func randomFacts(rng *rand.Rand) *view {
 				u.groups = append(u.groups, id)
 				var g *group
 				if rng.IntN(6) != 0 {
-					g = &group{id: id, name: map[string]string{"g1": "fn-tools", "g2": "admins", "g3": "team"}[id], grants: someGrants()}
+					g = &group{name: map[string]string{"g1": "fn-tools", "g2": "admins", "g3": "team"}[id], grants: someGrants()}
 				}
 				groups = append(groups, g)
 			}

@@ -12,16 +12,15 @@ import (
 
 // view gathers the facts of q's question, from memory or the store, into a view of its input.
 func (e *Engine) view(ctx context.Context, q *Question) (*view, error) {
-	hold := e.fresh()
-	if !hold {
+	if !e.fresh() {
 		return e.viewFromStore(ctx, q)
 	}
 	o := e.cache.org(q.OrgID)
-	cat, err := e.catalog(ctx, o, q.OrgID, hold)
+	cat, err := e.catalog(ctx, o, q.OrgID, true)
 	if err != nil {
 		return nil, err
 	}
-	u, groups, err := e.user(ctx, o, q.OrgID, q.UserID, cat, hold)
+	u, groups, err := e.user(ctx, o, q.OrgID, q.UserID, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +47,7 @@ func (e *Engine) viewFromStore(ctx context.Context, q *Question) (*view, error) 
 	if err != nil {
 		return nil, fmt.Errorf("resources of %s: %w", q.OrgID, err)
 	}
-	cat := &catalog{resources: make(map[string]*resource, len(rs)), sources: map[string]*source{}}
-	for _, r := range rs {
-		res := newResource(r)
-		res.num = cat.next
-		cat.next++
-		cat.resources[r.ID] = res
-	}
+	cat := newCatalog(rs, nil)
 	if !f.Found {
 		return newView(q, cat, nil, nil), nil
 	}
@@ -68,15 +61,7 @@ func (e *Engine) viewFromStore(ctx context.Context, q *Question) (*view, error) 
 		}
 	}
 	read := groupsRead(cat, f)
-	ids = ids[:0]
-	for _, g := range f.Groups {
-		ids = append(ids, g.ID)
-	}
-	u := newUser(cat, f.User, ids, len(f.Grants), func(add func(string, time.Time)) {
-		for _, g := range f.Grants {
-			add(g.ResourceID, g.ExpiresAt)
-		}
-	})
+	u := userOf(cat, f)
 	groups := make([]*group, len(u.groups))
 	for i, id := range u.groups {
 		groups[i] = read[id]
@@ -100,6 +85,15 @@ func (e *Engine) catalog(ctx context.Context, o *org, orgID string, hold bool) (
 	if err != nil {
 		return nil, fmt.Errorf("integrations of %s: %w", orgID, err)
 	}
+	cat := newCatalog(rs, as)
+	if hold {
+		cat = e.cache.keepCatalog(o, cat, st)
+	}
+	return cat, nil
+}
+
+// newCatalog is a catalog of rs, numbered in their order, and of the sources as.
+func newCatalog(rs []storage.Resource, as []storage.AuthIntegration) *catalog {
 	cat := &catalog{resources: make(map[string]*resource, len(rs)), sources: make(map[string]*source, len(as))}
 	for _, r := range rs {
 		res := newResource(r)
@@ -110,55 +104,51 @@ func (e *Engine) catalog(ctx context.Context, o *org, orgID string, hold bool) (
 	for _, a := range as {
 		cat.sources[a.ID] = newSource(a)
 	}
-	if hold {
-		cat = e.cache.keepCatalog(o, cat, st)
+	return cat
+}
+
+// userOf is the user of facts f, which were found.
+func userOf(cat *catalog, f storage.Facts) *user {
+	ids := make([]string, len(f.Groups))
+	for i, g := range f.Groups {
+		ids[i] = g.ID
 	}
-	return cat, nil
+	return newUser(cat, f.User, ids, len(f.Grants), func(add func(string, time.Time)) {
+		for _, g := range f.Grants {
+			add(g.ResourceID, g.ExpiresAt)
+		}
+	})
 }
 
 // user returns the organization's user (nil if there is none) and the user's groups, held or
-// read from the store (and kept, if hold).
-func (e *Engine) user(ctx context.Context, o *org, orgID, userID string, cat *catalog, hold bool) (*user, []*group, error) {
-	if hold {
-		if u, ok := e.cache.user(o, userID); ok {
-			e.cache.hits.Add(1)
-			if u == nil {
-				return nil, nil, nil
-			}
-			groups, err := e.groupsOf(ctx, o, orgID, u, cat, nil, true)
-			return u, groups, err
+// read from the store and kept.
+func (e *Engine) user(ctx context.Context, o *org, orgID, userID string, cat *catalog) (*user, []*group, error) {
+	if u, ok := e.cache.user(o, userID); ok {
+		e.cache.hits.Add(1)
+		if u == nil {
+			return nil, nil, nil
 		}
-		e.cache.misses.Add(1)
+		groups, err := e.groupsOf(ctx, o, orgID, u, cat, nil)
+		return u, groups, err
 	}
+	e.cache.misses.Add(1)
 	st := e.cache.userStamp(o, userID)
 	f, err := e.store.UserFacts(ctx, orgID, userID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("user %s: %w", userID, err)
 	}
 	if !f.Found {
-		if hold {
-			e.cache.keepUser(o, userID, nil, st, cat)
-		}
+		e.cache.keepUser(o, userID, nil, st, cat)
 		return nil, nil, nil
 	}
 	read := groupsRead(cat, f)
-	ids := make([]string, len(f.Groups))
-	for i, g := range f.Groups {
-		ids[i] = g.ID
+	u := userOf(cat, f)
+	// The groups read with the user are as fresh as the user, and kept on the same terms.
+	for id, g := range read {
+		e.cache.keepGroup(o, id, g, st, cat)
 	}
-	u := newUser(cat, f.User, ids, len(f.Grants), func(add func(string, time.Time)) {
-		for _, g := range f.Grants {
-			add(g.ResourceID, g.ExpiresAt)
-		}
-	})
-	if hold {
-		// The groups read with the user are as fresh as the user, and kept on the same terms.
-		for id, g := range read {
-			e.cache.keepGroup(o, id, g, st, cat)
-		}
-		e.cache.keepUser(o, userID, u, st, cat)
-	}
-	groups, err := e.groupsOf(ctx, o, orgID, u, cat, read, hold)
+	e.cache.keepUser(o, userID, u, st, cat)
+	groups, err := e.groupsOf(ctx, o, orgID, u, cat, read)
 	return u, groups, err
 }
 
@@ -167,7 +157,7 @@ func groupsRead(cat *catalog, f storage.Facts) map[string]*group {
 	read := make(map[string]*group, len(f.Groups))
 	for _, g := range f.Groups {
 		gg := f.GroupGrants
-		read[g.ID] = &group{id: g.ID, name: g.DisplayName, grants: grantsOf(cat, 0, func(add func(string, time.Time)) {
+		read[g.ID] = &group{name: g.DisplayName, grants: grantsOf(cat, 0, func(add func(string, time.Time)) {
 			for _, x := range gg {
 				if x.GroupID == g.ID {
 					add(x.ResourceID, x.ExpiresAt)
@@ -178,9 +168,9 @@ func groupsRead(cat *catalog, f storage.Facts) map[string]*group {
 	return read
 }
 
-// groupsOf returns u's groups in the order of u.groups: those in read, else held (if hold),
-// else read from the store (and kept, if hold); nil for a group that no longer exists.
-func (e *Engine) groupsOf(ctx context.Context, o *org, orgID string, u *user, cat *catalog, read map[string]*group, hold bool) ([]*group, error) {
+// groupsOf returns u's groups in the order of u.groups: those in read, else held, else read
+// from the store and kept; nil for a group that no longer exists.
+func (e *Engine) groupsOf(ctx context.Context, o *org, orgID string, u *user, cat *catalog, read map[string]*group) ([]*group, error) {
 	if len(u.groups) == 0 {
 		return nil, nil
 	}
@@ -190,13 +180,11 @@ func (e *Engine) groupsOf(ctx context.Context, o *org, orgID string, u *user, ca
 			out[i] = g
 			continue
 		}
-		if hold {
-			if g, ok := e.cache.group(o, id); ok {
-				out[i] = g
-				continue
-			}
+		if g, ok := e.cache.group(o, id); ok {
+			out[i] = g
+			continue
 		}
-		g, err := e.loadGroup(ctx, o, orgID, id, cat, hold)
+		g, err := e.loadGroup(ctx, o, orgID, id, cat)
 		if err != nil {
 			return nil, err
 		}
@@ -205,9 +193,8 @@ func (e *Engine) groupsOf(ctx context.Context, o *org, orgID string, u *user, ca
 	return out, nil
 }
 
-// loadGroup reads the organization's group from the store (nil if there is none), and keeps it
-// if hold.
-func (e *Engine) loadGroup(ctx context.Context, o *org, orgID, groupID string, cat *catalog, hold bool) (*group, error) {
+// loadGroup reads the organization's group from the store (nil if there is none), and keeps it.
+func (e *Engine) loadGroup(ctx context.Context, o *org, orgID, groupID string, cat *catalog) (*group, error) {
 	st := e.cache.groupStamp(o)
 	rec, err := e.store.GetOrgGroup(ctx, orgID, groupID)
 	var g *group
@@ -220,14 +207,12 @@ func (e *Engine) loadGroup(ctx context.Context, o *org, orgID, groupID string, c
 		if err != nil {
 			return nil, fmt.Errorf("grants of group %s: %w", groupID, err)
 		}
-		g = &group{id: groupID, name: rec.DisplayName, grants: grantsOf(cat, len(gg), func(add func(string, time.Time)) {
+		g = &group{name: rec.DisplayName, grants: grantsOf(cat, len(gg), func(add func(string, time.Time)) {
 			for _, x := range gg {
 				add(x.ResourceID, x.ExpiresAt)
 			}
 		})}
 	}
-	if hold {
-		e.cache.keepGroup(o, groupID, g, st, cat)
-	}
+	e.cache.keepGroup(o, groupID, g, st, cat)
 	return g, nil
 }

@@ -66,7 +66,7 @@ func (e *Engine) ReadIn(ctx context.Context) (ReadInStats, error) {
 		if err != nil {
 			return err
 		}
-		gr := &group{id: g.GroupID, name: g.DisplayName, grants: grantsOf(r.cat, len(g.Grants), scanned(g.Grants))}
+		gr := &group{name: g.DisplayName, grants: grantsOf(r.cat, len(g.Grants), scanned(g.Grants))}
 		if e.cache.keepScannedGroup(r.o, g.GroupID, gr, st, r.cat) {
 			stats.Groups++
 		} else {
