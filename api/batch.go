@@ -43,8 +43,9 @@ func (s *Server) checkBatch(c *gin.Context) {
 		return
 	}
 	qs := make([]authz.Question, len(req.Checks))
+	now := s.nowAt(start)
 	for i, ch := range req.Checks {
-		qs[i] = s.question(c, ch.UserID, []string{canonicalID(ch.SvcID)}, false, s.nowAt(start))
+		qs[i] = s.question(c, ch.UserID, []string{canonicalID(ch.SvcID)}, false, now)
 	}
 	allowed, revision, err := s.decider.DecideEach(c.Request.Context(), qs)
 	if err != nil {

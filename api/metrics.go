@@ -155,7 +155,6 @@ func (s *Server) InfoGauge(name, help string, labels map[string]string) error {
 // is one.
 type engineCounts interface {
 	Counts() authz.Counts
-	Memoised() (allow, allowAll bool, why string)
 	Reading() bool
 }
 
@@ -177,7 +176,7 @@ func (s *Server) registerEngineMetrics(d Decider) error {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "grantry_policy_memoized",
 			Help:        "1 while the running policy's rule (allow or allow_all) reads a bounded part of its input, so that its answers are remembered; 0 while it is evaluated for every question (GET /policy says why).",
 			ConstLabels: prometheus.Labels{"rule": rule}}, func() float64 {
-			a, b, _ := e.Memoised()
+			a, b, _ := d.Memoised()
 			if which(a, b) {
 				return 1
 			}

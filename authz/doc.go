@@ -19,7 +19,7 @@
 //     inputs alike in all of it get the same answer, whoever and whenever they are about, so a
 //     remembered answer never goes stale; a changed fact makes another key. The time of the
 //     request is in the key only as the outcomes of the comparisons the rule makes with it.
-//  4. Otherwise the policy is evaluated (eval.go): over the input pruned to what the rule reads
+//  4. Otherwise the policy is evaluated (rule.go): over the input pruned to what the rule reads
 //     when its reads are bounded, over the whole input when they are not (the policy reads the
 //     whole input, the time other than in comparisons, or a built-in whose answer is not a
 //     function of its arguments), and the answer is remembered under the key when there is one.

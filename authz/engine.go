@@ -148,15 +148,38 @@ func (e *Engine) decide(ctx context.Context, p *pinned, v *view) bool {
 }
 
 // DecideEach answers questions about the organization's users, all with one policy, and
-// returns their answers in order and the policy's revision. It reads each user once.
+// returns their answers in order and the policy's revision. It gathers each user's facts once,
+// with every resource asked about them, and answers all of that user's questions over them.
 func (e *Engine) DecideEach(ctx context.Context, qs []Question) ([]bool, string, error) {
 	p := e.pinned()
+	type who struct{ org, user string }
+	asked := map[who][]string{}
+	for _, q := range qs {
+		k := who{q.OrgID, q.UserID}
+		asked[k] = append(asked[k], q.ResourceIDs...)
+	}
+	type facts struct {
+		cat    *catalog
+		u      *user
+		groups []*group
+	}
+	read := make(map[who]facts, len(asked))
 	out := make([]bool, len(qs))
 	for i := range qs {
-		v, err := e.view(ctx, &qs[i])
-		if err != nil {
-			return nil, p.engine.Revision(), err
+		k := who{qs[i].OrgID, qs[i].UserID}
+		f, ok := read[k]
+		if !ok {
+			all := qs[i]
+			all.ResourceIDs = asked[k]
+			v, err := e.view(ctx, &all)
+			if err != nil {
+				return nil, p.engine.Revision(), err
+			}
+			f = facts{v.cat, v.u, v.groups}
+			v.release()
+			read[k] = f
 		}
+		v := newView(&qs[i], f.cat, f.u, f.groups)
 		out[i] = e.decide(ctx, p, v)
 		v.release()
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -614,5 +615,47 @@ allow = false if input.user.id in {"alice", "carol"}
 	}
 	if c := w.engine.Counts(); c.MemoHits+c.MemoMisses != 6 {
 		t.Errorf("memo hits %d + misses %d after a reload = %d, want the 5 before and this one", c.MemoHits, c.MemoMisses, c.MemoHits+c.MemoMisses)
+	}
+}
+
+// factsCounter counts the reads of a user's facts.
+type factsCounter struct {
+	storage.Store
+	reads atomic.Int64
+}
+
+func (c *factsCounter) UserFacts(ctx context.Context, orgID, userID string) (storage.Facts, error) {
+	c.reads.Add(1)
+	return c.Store.UserFacts(ctx, orgID, userID)
+}
+
+// TestDecideEachReadsEachUserOnce: questions about a few users, interleaved, are each answered
+// as the store says, and each user's facts are read once, even with nothing held.
+func TestDecideEachReadsEachUserOnce(t *testing.T) {
+	for name, maxUsers := range map[string]int{"held": 1000, "nothing held": -1} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, 7, policy.Embedded(), 1000)
+			store := &factsCounter{Store: w.store}
+			engine := New(Config{Store: store, Policies: w.live, MaxUsers: maxUsers, MemoBytes: DefaultMemoBytes})
+			org, users := worldOrgs[0], []string{"alice", "bob", "nobody"}
+			var qs []Question
+			for _, id := range append(w.of(org), "00000000-0000-4000-8000-999999999999") {
+				for _, u := range users {
+					qs = append(qs, Question{OrgID: org, UserID: u, ResourceIDs: []string{id}, Now: w.now})
+				}
+			}
+			got, _, err := engine.DecideEach(w.ctx, qs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, q := range qs {
+				if want := w.truth(q); got[i] != want {
+					t.Errorf("%s asked of %s: %v, the store says %v", q.UserID, q.ResourceIDs[0], got[i], want)
+				}
+			}
+			if n := store.reads.Load(); n != int64(len(users)) {
+				t.Errorf("read users' facts %d times for %d users", n, len(users))
+			}
+		})
 	}
 }

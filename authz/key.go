@@ -187,7 +187,7 @@ func appendString(b []byte, s string) []byte {
 }
 
 // prune is policy.Reads.Prune of the view's input, built from the facts: only what the rule
-// reads of them becomes a value. TestPruneIsTheReadsPrune holds the two to the same value.
+// reads of them becomes a value. TestKeyIsTheReadsKey holds the two to the same value.
 func prune(r *policy.Reads, v *view) ast.Value {
 	out := pruneNode(r.Root(), v.root()).Value
 	if r.ReadsNow() {

@@ -53,9 +53,6 @@ func (l *Live) Engine() *Engine { return l.cur.Load() }
 // Revision is Engine().Revision.
 func (l *Live) Revision() string { return l.Engine().Revision() }
 
-// Modules is Engine().Modules.
-func (l *Live) Modules() []Module { return l.Engine().Modules() }
-
 // ErrUnchanged is returned by Replace when the modules are those running already.
 var ErrUnchanged = errors.New("policy unchanged")
 
