@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -304,7 +305,7 @@ func (e *Engine) Counts() Counts {
 // ResourceNames returns the names of the organization's resources ids, in their order: "" for
 // an id the organization has no resource of.
 func (e *Engine) ResourceNames(ctx context.Context, orgID string, ids []string) ([]string, error) {
-	cat, err := e.catalog(ctx, e.cache.org(orgID), orgID, e.fresh())
+	cat, err := e.catalogFor(ctx, orgID, func() ([]storage.Resource, error) { return e.store.GetResources(ctx, orgID, ids) })
 	if err != nil {
 		return nil, err
 	}
@@ -319,9 +320,22 @@ func (e *Engine) ResourceNames(ctx context.Context, orgID string, ids []string) 
 
 // ResourcesNamed returns the ids of the organization's resources of kind named name, sorted.
 func (e *Engine) ResourcesNamed(ctx context.Context, orgID string, kind storage.Kind, name string) ([]string, error) {
-	cat, err := e.catalog(ctx, e.cache.org(orgID), orgID, e.fresh())
+	cat, err := e.catalogFor(ctx, orgID, func() ([]storage.Resource, error) { return e.store.ListResources(ctx, orgID, kind) })
 	if err != nil {
 		return nil, err
 	}
 	return cat.named(string(kind), name), nil
+}
+
+// catalogFor returns the organization's catalog when what the engine holds is fresh, and
+// otherwise a catalog of no more than read reads from the store.
+func (e *Engine) catalogFor(ctx context.Context, orgID string, read func() ([]storage.Resource, error)) (*catalog, error) {
+	if e.fresh() {
+		return e.catalog(ctx, e.cache.org(orgID), orgID)
+	}
+	rs, err := read()
+	if err != nil {
+		return nil, fmt.Errorf("resources of %s: %w", orgID, err)
+	}
+	return newCatalog(rs, nil), nil
 }

@@ -659,3 +659,37 @@ func TestDecideEachReadsEachUserOnce(t *testing.T) {
 		})
 	}
 }
+
+// wholeCatalogRefused is a store that refuses to list an organization's whole catalog.
+type wholeCatalogRefused struct{ storage.Store }
+
+func (wholeCatalogRefused) ListResources(_ context.Context, _ string, kind storage.Kind) ([]storage.Resource, error) {
+	if kind == "" {
+		return nil, errors.New("listed every resource")
+	}
+	return nil, errors.New("listed every resource of a kind")
+}
+
+func (wholeCatalogRefused) ListAuthIntegrations(context.Context, string) ([]storage.AuthIntegration, error) {
+	return nil, errors.New("listed every integration")
+}
+
+// TestResourceNamesReadWhatIsAsked: with nothing held, the names of a few resources are read
+// as those resources, not as the organization's whole catalog.
+func TestResourceNamesReadWhatIsAsked(t *testing.T) {
+	w := newWorld(t, 3, policy.Embedded(), 1000)
+	engine := New(Config{Store: wholeCatalogRefused{w.store}, Policies: w.live, MaxUsers: -1, MemoBytes: DefaultMemoBytes})
+	org := worldOrgs[0]
+	ids := append(w.of(org)[:2:2], "00000000-0000-4000-8000-999999999999")
+	got, err := engine.ResourceNames(w.ctx, org, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := w.store.GetResources(w.ctx, org, ids[:2])
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("the store's resources: %v %v", rs, err)
+	}
+	if want := []string{rs[0].Name, rs[1].Name, ""}; !slices.Equal(got, want) {
+		t.Errorf("names %q, want %q", got, want)
+	}
+}

@@ -16,7 +16,7 @@ func (e *Engine) view(ctx context.Context, q *Question) (*view, error) {
 		return e.viewFromStore(ctx, q)
 	}
 	o := e.cache.org(q.OrgID)
-	cat, err := e.catalog(ctx, o, q.OrgID, true)
+	cat, err := e.catalog(ctx, o, q.OrgID)
 	if err != nil {
 		return nil, err
 	}
@@ -69,12 +69,10 @@ func (e *Engine) viewFromStore(ctx context.Context, q *Question) (*view, error) 
 	return newView(q, cat, u, groups), nil
 }
 
-// catalog returns the organization's catalog, held or read from the store (and kept, if hold).
-func (e *Engine) catalog(ctx context.Context, o *org, orgID string, hold bool) (*catalog, error) {
-	if hold {
-		if cat, ok := e.cache.catalog(o); ok {
-			return cat, nil
-		}
+// catalog returns the organization's catalog, held or read from the store and kept.
+func (e *Engine) catalog(ctx context.Context, o *org, orgID string) (*catalog, error) {
+	if cat, ok := e.cache.catalog(o); ok {
+		return cat, nil
 	}
 	st := e.cache.catalogStamp(o)
 	rs, err := e.store.ListResources(ctx, orgID, "")
@@ -85,11 +83,7 @@ func (e *Engine) catalog(ctx context.Context, o *org, orgID string, hold bool) (
 	if err != nil {
 		return nil, fmt.Errorf("integrations of %s: %w", orgID, err)
 	}
-	cat := newCatalog(rs, as)
-	if hold {
-		cat = e.cache.keepCatalog(o, cat, st)
-	}
-	return cat, nil
+	return e.cache.keepCatalog(o, newCatalog(rs, as), st), nil
 }
 
 // newCatalog is a catalog of rs, numbered in their order, and of the sources as.

@@ -54,7 +54,7 @@ func (e *Engine) ReadIn(ctx context.Context) (ReadInStats, error) {
 			return r, nil
 		}
 		o := e.cache.org(id)
-		cat, err := e.catalog(ctx, o, id, true)
+		cat, err := e.catalog(ctx, o, id)
 		if err != nil {
 			return orgRead{}, err
 		}
