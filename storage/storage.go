@@ -159,8 +159,8 @@ type UserStore interface {
 }
 
 // GrantStore keeps which user may use which resource. Its writes are the two primitives every
-// store implements and every decorator wraps; AddGrant, GrantChanged and Revoke are built on
-// them, once, for every store.
+// store implements and every decorator wraps; AddGrant and Revoke are built on them, once, for
+// every store.
 type GrantStore interface {
 	// SetGrant records that g.UserID may use g.ResourceID until g.ExpiresAt (zero: for good).
 	// Granting what is granted keeps its CreatedAt and replaces its ExpiresAt with
@@ -181,7 +181,7 @@ type GrantStore interface {
 	ListGrants(ctx context.Context, orgID string) ([]Grant, error)
 }
 
-// GrantWriter is the part of a GrantStore that AddGrant, GrantChanged and Revoke need.
+// GrantWriter is the part of a GrantStore that AddGrant and Revoke need.
 type GrantWriter interface {
 	SetGrant(ctx context.Context, g Grant) (*Grant, error)
 	RevokeGrant(ctx context.Context, orgID, userID, resourceID string) (bool, error)
@@ -191,12 +191,6 @@ type GrantWriter interface {
 func AddGrant(ctx context.Context, st GrantWriter, g Grant) error {
 	_, err := st.SetGrant(ctx, g)
 	return err
-}
-
-// GrantChanged is SetGrant, and reports whether the grant was new.
-func GrantChanged(ctx context.Context, st GrantWriter, g Grant) (bool, error) {
-	prev, err := st.SetGrant(ctx, g)
-	return err == nil && prev == nil, err
 }
 
 // Revoke is RevokeGrant for a caller that does not need to know whether a grant was removed.

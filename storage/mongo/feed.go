@@ -85,12 +85,11 @@ type changeDoc struct {
 	Rev    string        `bson:"rev"`
 	Users  []string      `bson:"users,omitempty"`
 	Groups []string      `bson:"groups,omitempty"`
-	All    bool          `bson:"all,omitempty"`
-	At     time.Time     `bson:"at"`
+	All    bool          `bson:"all,omitempty"` // the _id says when
 }
 
 func newChangeDoc(c storage.Change, rev string, now time.Time) changeDoc {
-	d := changeDoc{ID: bson.NewObjectIDFromTimestamp(now), OrgID: c.OrgID, Rev: rev, Users: c.Users, Groups: c.Groups, All: c.Org, At: now.UTC()}
+	d := changeDoc{ID: bson.NewObjectIDFromTimestamp(now), OrgID: c.OrgID, Rev: rev, Users: c.Users, Groups: c.Groups, All: c.Org}
 	if d.All || len(d.Users)+len(d.Groups) > maxNamed {
 		d.Users, d.Groups, d.All = nil, nil, true
 	}
@@ -196,13 +195,12 @@ type watch struct {
 	changed func(storage.Change)
 	revs    map[string]string // each organization's revision as last seen
 	orgs    map[string]bool   // every organization seen, in a revision or in an entry
-	// entries are those seen whose _id is at or after from, by _id, and carried their
-	// organizations and revs; from only moves forward, so that an entry left out of entries
-	// is never read again.
-	entries map[bson.ObjectID]carried
-	carried map[carried]bool
-	newest  time.Time // the time of the newest entry's _id
-	from    time.Time
+	// seen are the entries read whose _id is at or after from, by the organization and rev
+	// each set (every Touch draws a rev of its own), with the time of their _id; from only
+	// moves forward, so that an entry left out of seen is never read again.
+	seen   map[carried]time.Time
+	newest time.Time // the time of the newest entry's _id
+	from   time.Time
 }
 
 // carried is the revision an entry set, of its organization.
@@ -210,7 +208,7 @@ type carried struct{ org, rev string }
 
 func newWatch(changed func(storage.Change), now time.Time) *watch {
 	return &watch{changed: changed, revs: map[string]string{}, orgs: map[string]bool{},
-		entries: map[bson.ObjectID]carried{}, carried: map[carried]bool{}, from: now.Add(-logWindow).Truncate(time.Second)}
+		seen: map[carried]time.Time{}, from: now.Add(-logWindow).Truncate(time.Second)}
 }
 
 // advance moves from to logWindow before the newest entry seen (or before now, if that is
@@ -229,10 +227,9 @@ func (w *watch) advance(now time.Time) {
 		return
 	}
 	w.from = from
-	for id, c := range w.entries {
-		if id.Timestamp().Before(from) {
-			delete(w.entries, id)
-			delete(w.carried, c)
+	for c, t := range w.seen {
+		if t.Before(from) {
+			delete(w.seen, c)
 		}
 	}
 }
@@ -240,14 +237,14 @@ func (w *watch) advance(now time.Time) {
 // entry takes in an entry of the log, and reports it unless it was seen before or baseline
 // says it is from before the watcher began.
 func (w *watch) entry(d changeDoc, baseline bool) {
-	if _, seen := w.entries[d.ID]; seen {
+	c := carried{d.OrgID, d.Rev}
+	if _, seen := w.seen[c]; seen {
 		return
 	}
-	c := carried{d.OrgID, d.Rev}
-	w.entries[d.ID] = c
-	w.carried[c] = true
+	t := d.ID.Timestamp()
+	w.seen[c] = t
 	w.orgs[d.OrgID] = true
-	if t := d.ID.Timestamp(); t.After(w.newest) {
+	if t.After(w.newest) {
 		w.newest = t
 	}
 	if !baseline {
@@ -264,7 +261,7 @@ func (w *watch) revision(orgID, rev string, baseline bool) {
 		return
 	}
 	w.revs[orgID] = rev
-	if !baseline && !w.carried[carried{orgID, rev}] {
+	if _, seen := w.seen[carried{orgID, rev}]; !baseline && !seen {
 		w.changed(storage.Change{OrgID: orgID, Org: true})
 	}
 }

@@ -387,12 +387,12 @@ func testGrantExpiry(t *testing.T, open opener) {
 		g.ExpiresAt = next.ExpiresAt
 		checkGrants(t, s, "org-1", map[string][]storage.Grant{"u-2": {g}}, []storage.Grant{other, g})
 	}
-	// GrantChanged sets the expiry too.
+	// A grant set again sets the expiry too, and is not new.
 	g.ExpiresAt = at(60)
-	changed, err := storage.GrantChanged(ctx, s, g)
-	noErr(t, "GrantChanged(new expiry)", err)
+	changed, err := setNew(ctx, s, g)
+	noErr(t, "SetGrant(new expiry)", err)
 	if changed {
-		t.Error("GrantChanged(new expiry of a grant) = true, want false: the grant is not new")
+		t.Error("SetGrant(new expiry of a grant) = true, want false: the grant is not new")
 	}
 	checkGrants(t, s, "org-1", map[string][]storage.Grant{"u-2": {g}}, []storage.Grant{other, g})
 

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -37,17 +38,17 @@ func testChanges(t *testing.T, open opener) {
 			do   func() (bool, error)
 			want bool
 		}{
-			{"grant", func() (bool, error) { return storage.GrantChanged(ctx, s, g) }, true},
-			{"grant again", func() (bool, error) { return storage.GrantChanged(ctx, s, g) }, false},
+			{"grant", func() (bool, error) { return setNew(ctx, s, g) }, true},
+			{"grant again", func() (bool, error) { return setNew(ctx, s, g) }, false},
 			{"grant in the other org", func() (bool, error) {
-				return storage.GrantChanged(ctx, s, storage.Grant{OrgID: "org-2", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
+				return setNew(ctx, s, storage.Grant{OrgID: "org-2", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
 			}, true},
 			{"revoke", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-1", rid(1)) }, true},
 			{"revoke again", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-1", rid(1)) }, false},
 			{"revoke never granted", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-2", rid(2)) }, false},
 			{"revoke unknown resource", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-1", rid(8)) }, false},
 			{"revoke from the other org's user of the same id", func() (bool, error) { return s.RevokeGrant(ctx, "org-1", "u-1", rid(9)) }, false},
-			{"grant once more", func() (bool, error) { return storage.GrantChanged(ctx, s, g) }, true},
+			{"grant once more", func() (bool, error) { return setNew(ctx, s, g) }, true},
 		}
 		for _, st := range steps {
 			got, err := st.do()
@@ -59,10 +60,10 @@ func testChanges(t *testing.T, open opener) {
 		checkGrants(t, s, "org-2", map[string][]storage.Grant{"u-1": {{OrgID: "org-2", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)}}},
 			[]storage.Grant{{OrgID: "org-2", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)}})
 
-		_, err := storage.GrantChanged(ctx, s, storage.Grant{OrgID: "org-1", UserID: "u-8", ResourceID: rid(1), CreatedAt: at(1)})
-		wantErr(t, "GrantChanged(unknown user)", err, storage.ErrNotFound)
-		_, err = storage.GrantChanged(ctx, s, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
-		wantErr(t, "GrantChanged(resource of another org)", err, storage.ErrNotFound)
+		_, err := setNew(ctx, s, storage.Grant{OrgID: "org-1", UserID: "u-8", ResourceID: rid(1), CreatedAt: at(1)})
+		wantErr(t, "SetGrant(unknown user)", err, storage.ErrNotFound)
+		_, err = setNew(ctx, s, storage.Grant{OrgID: "org-1", UserID: "u-1", ResourceID: rid(9), CreatedAt: at(1)})
+		wantErr(t, "SetGrant(resource of another org)", err, storage.ErrNotFound)
 		_, err = s.RevokeGrant(ctx, "org-1", "u-9", rid(1))
 		wantErr(t, "RevokeGrant(user of another org)", err, storage.ErrNotFound)
 	})
@@ -77,7 +78,7 @@ func testChanges(t *testing.T, open opener) {
 			name string
 			do   func() (bool, error)
 		}{
-			{"GrantChanged", func() (bool, error) { return storage.GrantChanged(t.Context(), s, g) }},
+			{"SetGrant", func() (bool, error) { return setNew(t.Context(), s, g) }},
 			{"RevokeGrant", func() (bool, error) { return s.RevokeGrant(t.Context(), "org-1", "u-1", rid(1)) }},
 		} {
 			var changed atomic.Int32
@@ -99,4 +100,10 @@ func testChanges(t *testing.T, open opener) {
 			}
 		}
 	})
+}
+
+// setNew is SetGrant, and reports whether the grant was new.
+func setNew(ctx context.Context, s storage.GrantWriter, g storage.Grant) (bool, error) {
+	prev, err := s.SetGrant(ctx, g)
+	return err == nil && prev == nil, err
 }
