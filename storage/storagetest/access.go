@@ -24,27 +24,37 @@ func testAccess(t *testing.T, open opener) {
 	t.Run("FactsScanner", func(t *testing.T) { testFactsScanner(t, open) })
 }
 
-// testUserFacts checks UserFacts against each part's method (UserFactsOf).
+// testUserFacts checks UserFacts against the world withFactsWorld makes, and against each
+// part's method (UserFactsOf, which a store may be built on, so the first check is the one
+// that holds such a store to anything).
 // u-1 holds 1 (expiring) and 2 of their own, 3 through g-1 and 2 again through g-2; u-2 is a
-// member of g-1 and inactive; u-3 holds none of 1 to 4; u-1 of org-2 holds 9; "a\x00b" holds
-// 4, and "a" (a prefix of its key) does not.
+// member of g-1 and inactive; u-3 holds 10 to 19 and 20 to 29 through g-3; "a" holds 30 and
+// g-3's; u-1 of org-2 holds 9; "a\x00b" holds 4, and "a" (a prefix of its key) does not.
 func testUserFacts(t *testing.T, open opener) {
 	s := open(t)
 	ctx := t.Context()
 	withFactsWorld(t, s)
 
-	// UserFacts: every part, read at one moment, as each part's method reads it.
+	span := func(from, to int) []int {
+		var out []int
+		for n := from; n <= to; n++ {
+			out = append(out, n)
+		}
+		return out
+	}
 	for _, tc := range []struct {
-		org, user                   string
-		grants, groups, groupGrants int // -1: no such user
+		org, user           string
+		found, active       bool
+		grants, groupGrants []int    // the resources, by number
+		groups              []string // with their names
 	}{
-		{"org-1", "u-1", 2, 2, 2},
-		{"org-1", "u-2", 0, 1, 1},
-		{"org-1", "u-3", 10, 1, 10},
-		{"org-1", "a", 1, 1, 10},
-		{"org-1", "a\x00b", 1, 0, 0},
-		{"org-1", "nobody", -1, -1, -1},
-		{"org-2", "u-1", 1, 0, 0},
+		{"org-1", "u-1", true, true, []int{1, 2}, []int{2, 3}, []string{"g-1 Ops", "g-2 Eng"}},
+		{"org-1", "u-2", true, false, nil, []int{3}, []string{"g-1 Ops"}},
+		{"org-1", "u-3", true, true, span(10, 19), span(20, 29), []string{"g-3 Many"}},
+		{"org-1", "a", true, true, []int{30}, span(20, 29), []string{"g-3 Many"}},
+		{"org-1", "a\x00b", true, true, []int{4}, nil, nil},
+		{"org-1", "nobody", false, false, nil, nil, nil},
+		{"org-2", "u-1", true, true, []int{9}, nil, nil},
 	} {
 		call := fmt.Sprintf("UserFacts(%s, %q)", tc.org, tc.user)
 		got, err := s.UserFacts(ctx, tc.org, tc.user)
@@ -52,24 +62,38 @@ func testUserFacts(t *testing.T, open opener) {
 		want, err := storage.UserFactsOf(ctx, s, tc.org, tc.user)
 		noErr(t, "UserFactsOf", err)
 		diff(t, call+" against each part's method", want, got, equateEmpty)
-		if got.Found != (tc.grants >= 0) || (got.Found && (got.User.ID != tc.user || got.User.OrgID != tc.org)) {
-			t.Errorf("%s: found %v (user %q of %s)", call, got.Found, got.User.ID, got.User.OrgID)
+		if got.Found != tc.found || (got.Found && (got.User.ID != tc.user || got.User.OrgID != tc.org || got.User.Active != tc.active)) {
+			t.Errorf("%s: found %v (user %q of %s, active %v), want found %v, active %v", call, got.Found, got.User.ID, got.User.OrgID, got.User.Active, tc.found, tc.active)
 		}
-		if n := [3]int{len(got.Grants), len(got.Groups), len(got.GroupGrants)}; tc.grants >= 0 && n != [3]int{tc.grants, tc.groups, tc.groupGrants} {
-			t.Errorf("%s: %v grants, groups and group grants, want %v", call, n, [3]int{tc.grants, tc.groups, tc.groupGrants})
+		var grants, groupGrants []string
+		for _, g := range got.Grants {
+			grants = append(grants, g.ResourceID)
 		}
-	}
-
-	u2, err := s.UserFacts(ctx, "org-1", "u-2")
-	noErr(t, "UserFacts(u-2)", err)
-	if len(u2.Groups) != 1 || u2.Groups[0].DisplayName != "Ops" {
-		t.Errorf("UserFacts(u-2) = groups %+v; want Ops", u2.Groups)
+		for _, g := range got.GroupGrants {
+			groupGrants = append(groupGrants, g.ResourceID)
+		}
+		var groups []string
+		for _, g := range got.Groups {
+			groups = append(groups, g.ID+" "+g.DisplayName)
+		}
+		rids := func(ns []int) []string {
+			var out []string
+			for _, n := range ns {
+				out = append(out, rid(n))
+			}
+			return out
+		}
+		slices.Sort(grants)
+		slices.Sort(groupGrants)
+		slices.Sort(groups)
+		diff(t, call+" grants", rids(tc.grants), grants, equateEmpty)
+		diff(t, call+" group grants", rids(tc.groupGrants), groupGrants, equateEmpty)
+		diff(t, call+" groups", tc.groups, groups, equateEmpty)
 	}
 }
 
-// withFactsWorld adds the users, resources, grants and groups testUserFacts describes, and
-// returns the ids of the resources 10 to 29.
-func withFactsWorld(t *testing.T, s storage.Store) (many []string) {
+// withFactsWorld adds the users, resources, grants and groups testUserFacts describes.
+func withFactsWorld(t *testing.T, s storage.Store) {
 	t.Helper()
 	ctx := t.Context()
 	withGrantees(t, s) // org-1: u-1, u-2, u-3 and resources 1 to 4; org-2: u-1, u-9 and 9
@@ -86,7 +110,6 @@ func withFactsWorld(t *testing.T, s storage.Store) (many []string) {
 	noErr(t, "CreateGroup(g-2)", s.CreateGroup(ctx, plainGroup("g-2", "Eng", 1, "u-1")))
 	setGroupGrant(t, s, groupGrant("g-1", 3, 3))
 	setGroupGrant(t, s, groupGrant("g-2", 2, 4))
-	// Many resources asked about at once (a store may read them otherwise than one by one):
 	// u-3 holds 10 to 19 of their own and 20 to 29 through g-3, whose other member holds 30.
 	noErr(t, "CreateGroup(g-3)", s.CreateGroup(ctx, plainGroup("g-3", "Many", 1, "u-3", "a")))
 	for n := 10; n <= 30; n++ {
@@ -99,12 +122,7 @@ func withFactsWorld(t *testing.T, s storage.Store) (many []string) {
 		default:
 			grant(t, s, "org-1", "a", rid(n), at(n))
 		}
-		if n < 30 {
-			many = append(many, rid(n))
-		}
 	}
-
-	return many
 }
 
 // testIDsThatBeginWithAnother checks that what belongs to one user or group is never read as
