@@ -80,11 +80,16 @@ func TestProcOfThisProcess(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
-	if _, err := cpuTime(os.Getpid()); err != nil {
-		t.Error(err)
+	// The kernel counts CPU time in ticks: read it (which takes some) until one has passed.
+	d, err := cpuTime(os.Getpid())
+	for deadline := time.Now().Add(10 * time.Second); err == nil && d == 0 && time.Now().Before(deadline); {
+		d, err = cpuTime(os.Getpid())
 	}
-	if _, err := machineCPU(); err != nil {
-		t.Error(err)
+	if err != nil || d <= 0 {
+		t.Errorf("cpuTime(this process) = %v, %v; want some CPU time", d, err)
+	}
+	if d, err := machineCPU(); err != nil || d <= 0 {
+		t.Errorf("machineCPU() = %v, %v; want some CPU time", d, err)
 	}
 	m, err := memoryOf(os.Getpid())
 	if err != nil {

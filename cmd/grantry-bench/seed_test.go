@@ -228,50 +228,63 @@ func TestLoadCountsWrongAnswers(t *testing.T) {
 	}
 }
 
-// TestOPAAnswersTheWorkload evaluates, in process, what OPA's server is started with (the files
-// seedOPA writes) on the very bodies the load generator sends it, and checks that every answer
-// is the one the load generator expects.
+// TestOPAAnswersTheWorkload evaluates, in process, what each OPA server is started with (the
+// files seedOPA and seedOPALight write) on the very bodies the load generator sends it, and
+// checks that every answer is the one the load generator expects.
 func TestOPAAnswersTheWorkload(t *testing.T) {
 	s := seedSmall(t)
-	od := filepath.Join(s.dir, opaDir)
-	pq, err := rego.New(
-		rego.Query("data.grantry.bench.allow"),
-		rego.Load([]string{filepath.Join(od, "authz.rego"), filepath.Join(od, "wrapper.rego"), filepath.Join(od, opaDataFile)}, nil),
-	).PrepareForEval(t.Context())
-	if err != nil {
+	if err := seedOPALight(s.dir, s.w); err != nil {
 		t.Fatal(err)
 	}
-	tg, err := newTarget(targetOPA, s.w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	granted := 0
-	for _, c := range s.w.Checks[:500] {
-		x := tg.ask(c, nil)[0]
-		if x.path != opaQueryPath {
-			t.Fatalf("path %s, want %s", x.path, opaQueryPath)
-		}
-		var body struct{ Input map[string]any }
-		if err := json.Unmarshal(x.body, &body); err != nil {
-			t.Fatalf("body %s: %v", x.body, err)
-		}
-		rs, err := pq.Eval(t.Context(), rego.EvalInput(body.Input))
-		if err != nil {
-			t.Fatal(err)
-		}
-		answer, err := json.Marshal(map[string]any{"result": rs[0].Expressions[0].Value})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(answer) != string(x.want) {
-			t.Fatalf("check %+v: OPA answers %s, the load generator expects %s", c, answer, x.want)
-		}
-		if c.Granted {
-			granted++
-		}
-	}
-	if granted == 0 || granted == 500 {
-		t.Errorf("%d of 500 checks granted; the test needs both answers", granted)
+	for _, tc := range []struct {
+		target, query, path, dir string
+		files                    []string
+	}{
+		{targetOPA, "data.grantry.bench.allow", opaQueryPath, opaDir, []string{"authz.rego", "wrapper.rego", opaDataFile}},
+		{targetOPALight, "data.grantry.light.allow", opaLightQueryPath, opaLightDir, []string{"light.rego", opaDataFile}},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			var files []string
+			for _, f := range tc.files {
+				files = append(files, filepath.Join(s.dir, tc.dir, f))
+			}
+			pq, err := rego.New(rego.Query(tc.query), rego.Load(files, nil)).PrepareForEval(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tg, err := newTarget(tc.target, s.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			granted := 0
+			for _, c := range s.w.Checks[:500] {
+				x := tg.ask(c, nil)[0]
+				if x.path != tc.path {
+					t.Fatalf("path %s, want %s", x.path, tc.path)
+				}
+				var body struct{ Input map[string]any }
+				if err := json.Unmarshal(x.body, &body); err != nil {
+					t.Fatalf("body %s: %v", x.body, err)
+				}
+				rs, err := pq.Eval(t.Context(), rego.EvalInput(body.Input))
+				if err != nil {
+					t.Fatal(err)
+				}
+				answer, err := json.Marshal(map[string]any{"result": rs[0].Expressions[0].Value})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(answer) != string(x.want) {
+					t.Fatalf("check %+v: OPA answers %s, the load generator expects %s", c, answer, x.want)
+				}
+				if c.Granted {
+					granted++
+				}
+			}
+			if granted == 0 || granted == 500 {
+				t.Errorf("%d of 500 checks granted; the test needs both answers", granted)
+			}
+		})
 	}
 }
 
@@ -318,51 +331,5 @@ func TestSeededUsersHaveAttributes(t *testing.T) {
 		if diff := cmp.Diff(map[string]string{"department": s.w.department(n)}, attrs); diff != "" || u.Email != userEmail(n) {
 			t.Errorf("user %s: email %q, attributes (-want +got):\n%s", u.ID, u.Email, diff)
 		}
-	}
-}
-
-// TestOPALightAnswersTheWorkload evaluates, in process, what OPA's server at its lightest is
-// started with (the files seedOPALight writes) on the very bodies the load generator sends it.
-func TestOPALightAnswersTheWorkload(t *testing.T) {
-	s := seedSmall(t)
-	if err := seedOPALight(s.dir, s.w); err != nil {
-		t.Fatal(err)
-	}
-	od := filepath.Join(s.dir, opaLightDir)
-	pq, err := rego.New(
-		rego.Query("data.grantry.light.allow"),
-		rego.Load([]string{filepath.Join(od, "light.rego"), filepath.Join(od, opaDataFile)}, nil),
-	).PrepareForEval(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := newTarget(targetOPALight, s.w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	granted := 0
-	for _, c := range s.w.Checks[:500] {
-		x := tg.ask(c, nil)[0]
-		if x.path != opaLightQueryPath {
-			t.Fatalf("path %s, want %s", x.path, opaLightQueryPath)
-		}
-		var body struct{ Input map[string]any }
-		if err := json.Unmarshal(x.body, &body); err != nil {
-			t.Fatalf("body %s: %v", x.body, err)
-		}
-		rs, err := pq.Eval(t.Context(), rego.EvalInput(body.Input))
-		if err != nil {
-			t.Fatal(err)
-		}
-		answer, _ := json.Marshal(map[string]any{"result": rs[0].Expressions[0].Value})
-		if string(answer) != string(x.want) {
-			t.Fatalf("check %+v: OPA answers %s, the load generator expects %s", c, answer, x.want)
-		}
-		if c.Granted {
-			granted++
-		}
-	}
-	if granted == 0 || granted == 500 {
-		t.Errorf("%d of 500 checks granted; the test needs both answers", granted)
 	}
 }
