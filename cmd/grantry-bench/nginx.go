@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/grantry/grantry/internal/gatewaydoc"
 )
 
 // The nginx row runs a real nginx with two server blocks in front of one fake LLM provider: the
@@ -38,10 +40,6 @@ const gatewaysDoc = "docs/gateways.md"
 // the whole request, and the model in the body.
 const nginxDocBlock = "nginx"
 
-// docBlockRE finds the page's blocks marked <!-- gateways-test: NAME -->, as the gateway tests
-// in cmd/grantry do.
-var docBlockRE = regexp.MustCompile("(?s)<!-- gateways-test: ([a-z-]+) -->\n```[a-z]*\n(.*?)```")
-
 // The parts of the docs' block the straight server block is made of.
 var (
 	docServerRE      = regexp.MustCompile(`(?ms)^server \{$.*?^\}$`)
@@ -59,9 +57,8 @@ const benchProviderKey = "sk-bench-provider"
 // upstreamAnswer is the fake provider's answer to every chat completion.
 var upstreamAnswer = []byte(`{"id":"chatcmpl-bench","object":"chat.completion","model":"bench","choices":[{"index":0,"message":{"role":"assistant","content":"Hello"},"finish_reason":"stop"}]}`)
 
-// nginxPlaceholders are the page's placeholders, which alone are replaced, as the gateway tests
-// replace them.
-var nginxPlaceholders = []string{"127.0.0.1:8080", "127.0.0.1:4000", "listen 8000;", "gry_YOUR_GATEWAY_KEY", "sk-YOUR_PROVIDER_KEY"}
+// nginxPlaceholders are the page's placeholders its nginx block must have.
+var nginxPlaceholders = []string{gatewaydoc.Grantry, gatewaydoc.Upstream, gatewaydoc.NginxListen, gatewaydoc.GatewayKey, gatewaydoc.ProviderKey}
 
 // nginxDoc is the page's nginx configuration and the straight server block made from it.
 type nginxDoc struct {
@@ -73,13 +70,7 @@ type nginxDoc struct {
 // block from it. It fails if the block, one of its placeholders or one of the locations it
 // needs is missing, so that the row measures what the page says or nothing.
 func parseNginxDoc(page []byte) (nginxDoc, error) {
-	var d nginxDoc
-	for _, m := range docBlockRE.FindAllSubmatch(page, -1) {
-		if string(m[1]) == nginxDocBlock {
-			d.block = string(m[2])
-			break
-		}
-	}
+	d := nginxDoc{block: gatewaydoc.Blocks(page)[nginxDocBlock]}
 	if d.block == "" {
 		return nginxDoc{}, fmt.Errorf("%s has no block marked <!-- gateways-test: %s -->", gatewaysDoc, nginxDocBlock)
 	}
@@ -111,35 +102,14 @@ type nginxSetup struct {
 // config is the two server blocks, for nginx's http context.
 func (d nginxDoc) config(s nginxSetup) string {
 	replace := func(block, listen string) string {
-		return strings.NewReplacer(
-			"127.0.0.1:8080", s.grantry,
-			"127.0.0.1:4000", s.upstream,
-			"listen 8000;", "listen "+listen+";",
-			"gry_YOUR_GATEWAY_KEY", s.key,
-			"sk-YOUR_PROVIDER_KEY", benchProviderKey,
-		).Replace(block)
+		return s.placeholders(listen).Replace(block)
 	}
 	return replace(d.block, s.auth) + "\n# The same server without the authorization step.\n" + replace(d.direct, s.direct) + "\n"
 }
 
-// nginxMain is nginx's main configuration, which includes the server blocks from dir: one
-// worker a CPU, no access log, and every file nginx writes in dir.
-func nginxMain(dir string, workers int) string {
-	user := ""
-	if os.Geteuid() == 0 {
-		// Otherwise the workers run as nobody, who may not enter the work folder.
-		user = "user root;\n"
-	}
-	return fmt.Sprintf(`%[1]sworker_processes %[2]d;
-pid %[3]s/nginx.pid;
-events {}
-http {
-    access_log off;
-    client_body_temp_path %[3]s/body;
-    proxy_temp_path %[3]s/proxy;
-    include %[3]s/grantry.conf;
-}
-`, user, workers, dir)
+// placeholders are what the page's placeholders are replaced with in a block listening there.
+func (s nginxSetup) placeholders(listen string) gatewaydoc.Setup {
+	return gatewaydoc.Setup{Grantry: s.grantry, Upstream: s.upstream, Listen: listen, GatewayKey: s.key, ProviderKey: benchProviderKey}
 }
 
 // nginxRow is what the nginx row runs: the binary, and the page's configuration.
@@ -233,7 +203,7 @@ func startNginx(ctx context.Context, bin, dir, conf, direct string, workers int,
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("nginx: %w", err)
 	}
-	for name, text := range map[string]string{"nginx.conf": nginxMain(dir, workers), "grantry.conf": conf} {
+	for name, text := range map[string]string{"nginx.conf": gatewaydoc.NginxMain(dir, workers), "grantry.conf": conf} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
 			return nil, fmt.Errorf("nginx: %w", err)
 		}

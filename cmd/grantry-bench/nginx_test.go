@@ -76,7 +76,7 @@ func TestParseNginxDoc(t *testing.T) {
 				}
 			}
 			// The docs' block is there as the page gives it, placeholders aside.
-			if !strings.HasPrefix(conf, asTheGatewayTestsDo(doc.block, setup)) {
+			if !strings.HasPrefix(conf, setup.placeholders(setup.auth).Replace(doc.block)) {
 				t.Errorf("the configuration does not start with the page's block:\n%s", conf)
 			}
 			v1 := regexp.MustCompile(`(?s)location /v1/ \{\n(.*?)\n\s*\}`).FindAllStringSubmatch(conf, -1)
@@ -86,19 +86,12 @@ func TestParseNginxDoc(t *testing.T) {
 			if !strings.Contains(v1[0][1], "proxy_pass http://grantry/gateway/auth$request_uri;") {
 				t.Errorf("the docs' /v1/ location does not ask Grantry:\n%s", v1[0][1])
 			}
-			llm := asTheGatewayTestsDo(docLLMLocationRE.FindStringSubmatch(doc.block)[1], setup)
+			llm := setup.placeholders(setup.auth).Replace(docLLMLocationRE.FindStringSubmatch(doc.block)[1])
 			if v1[1][1] != llm || strings.Contains(v1[1][1], "grantry") {
 				t.Errorf("the straight /v1/ location is\n%s\nwant @llm's directives\n%s", v1[1][1], llm)
 			}
 		})
 	}
-}
-
-// asTheGatewayTestsDo is block with the page's placeholders replaced as cmd/grantry's gateway
-// tests replace them, listening where the docs' block does.
-func asTheGatewayTestsDo(block string, s nginxSetup) string {
-	return strings.NewReplacer("127.0.0.1:8080", s.grantry, "127.0.0.1:4000", s.upstream, "listen 8000;", "listen "+s.auth+";",
-		"gry_YOUR_GATEWAY_KEY", s.key, "sk-YOUR_PROVIDER_KEY", benchProviderKey).Replace(block)
 }
 
 // TestPrepareNginx: without nginx the row is taken out of the selection and one line says so,

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,14 +21,13 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/grantry/grantry/internal/gatewaydoc"
 )
 
 // The gateway tests run nginx and Caddy configured exactly as docs/gateways.md says: they take
 // Grantry's settings and each gateway's configuration from the page's fenced blocks marked
 // <!-- gateways-test: NAME -->, and replace only the placeholders the page names.
 const gatewaysDoc = "../../docs/gateways.md"
-
-var docBlockRE = regexp.MustCompile("(?s)<!-- gateways-test: ([a-z-]+) -->\n```[a-z]*\n(.*?)```")
 
 // docBlocks returns the marked blocks of docs/gateways.md by name.
 func docBlocks(t *testing.T) map[string]string {
@@ -38,10 +36,7 @@ func docBlocks(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
-	for _, m := range docBlockRE.FindAllStringSubmatch(string(raw), -1) {
-		out[m[1]] = m[2]
-	}
+	out := gatewaydoc.Blocks(raw)
 	for _, name := range []string{"grantry-env", "nginx", "nginx-auth-request", "caddy"} {
 		if out[name] == "" {
 			t.Fatalf("%s has no block marked %q", gatewaysDoc, name)
@@ -201,14 +196,8 @@ func jsonField(t *testing.T, raw []byte, field string) string {
 
 // configure replaces the page's placeholders in a gateway's configuration.
 func (w *gatewayWorld) configure(block, listen string) string {
-	return strings.NewReplacer(
-		"127.0.0.1:8080", w.grantry,
-		"127.0.0.1:4000", strings.TrimPrefix(w.upstream.srv.URL, "http://"),
-		"listen 8000;", "listen "+listen+";",
-		":8000 {", "http://"+listen+" {",
-		"gry_YOUR_GATEWAY_KEY", w.key,
-		"sk-YOUR_PROVIDER_KEY", "sk-provider",
-	).Replace(block)
+	return gatewaydoc.Setup{Grantry: w.grantry, Upstream: strings.TrimPrefix(w.upstream.srv.URL, "http://"), Listen: listen,
+		GatewayKey: w.key, ProviderKey: "sk-provider"}.Replace(block)
 }
 
 // lookGateway finds a gateway's binary, or skips the test with one line saying it is missing.
@@ -270,18 +259,7 @@ func startNginx(t *testing.T, bin string, conf func(addr string) string) string 
 	t.Helper()
 	dir := t.TempDir()
 	addr := unusedAddr(t)
-	main := fmt.Sprintf(`user root;
-worker_processes 1;
-pid %[1]s/nginx.pid;
-events {}
-http {
-    access_log off;
-    client_body_temp_path %[1]s/body;
-    proxy_temp_path %[1]s/proxy;
-    include %[1]s/grantry.conf;
-}
-`, dir)
-	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(gatewaydoc.NginxMain(dir, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "grantry.conf"), []byte(conf(addr)), 0o644); err != nil {
