@@ -280,10 +280,10 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir, l
 	var argv []string
 	env := h.env
 	var health, grpcAddr string
-	switch system {
-	case systemCeiling:
+	switch {
+	case system == systemCeiling:
 		argv, health = []string{h.self, "ceiling", "-addr", addr}, "/healthz"
-	case systemOPA:
+	case system == systemOPA || system == systemOPALight:
 		if h.opa == "" {
 			return nil, errors.New("no OPA binary")
 		}
@@ -293,20 +293,16 @@ func (h *harness) start(ctx context.Context, system string, pl placement, dir, l
 		// keeps its defaults, access log and decision log included, so the comparison leans
 		// towards OPA; systemGrantryLogsOff logs as OPA does. --skip-version-check keeps OPA off
 		// the network.
-		od := filepath.Join(dir, opaDir)
-		argv = []string{h.opa, "run", "--server", "--skip-version-check", "--optimize-store-for-read-speed", "--log-level", "error",
-			"--addr", addr, filepath.Join(od, "authz.rego"), filepath.Join(od, "wrapper.rego"), filepath.Join(od, opaDataFile)}
-		health = "/health"
-	case systemOPALight:
-		if h.opa == "" {
-			return nil, errors.New("no OPA binary")
+		argv = []string{h.opa, "run", "--server", "--skip-version-check", "--optimize-store-for-read-speed", "--log-level", "error", "--addr", addr}
+		if system == systemOPA {
+			od := filepath.Join(dir, opaDir)
+			argv = append(argv, filepath.Join(od, "authz.rego"), filepath.Join(od, "wrapper.rego"), filepath.Join(od, opaDataFile))
+		} else {
+			od := filepath.Join(dir, opaLightDir)
+			argv = append(argv, filepath.Join(od, "light.rego"), filepath.Join(od, opaDataFile))
 		}
-		// Started as the opa row is, for the same reasons.
-		od := filepath.Join(dir, opaLightDir)
-		argv = []string{h.opa, "run", "--server", "--skip-version-check", "--optimize-store-for-read-speed", "--log-level", "error",
-			"--addr", addr, filepath.Join(od, "light.rego"), filepath.Join(od, opaDataFile)}
 		health = "/health"
-	case systemGrantry, systemGrantryLogsOff, systemGrantryABAC, systemGrantryMongo, systemGrantryReplicas:
+	case isGrantry(system):
 		// Every Grantry takes its gateways' settings as a deployment behind a gateway would:
 		// the user from benchUserHeader, and Envoy's ext_authz over gRPC on a port of its own.
 		if grpcAddr, err = freeAddr(); err != nil {
